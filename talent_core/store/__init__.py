@@ -1,0 +1,21 @@
+"""Graph stores behind one Protocol: embedded FalkorDB (default) and Neo4j (production)."""
+
+from __future__ import annotations
+
+from talent_core.config import Settings, get_settings
+from talent_core.store.base import GraphStore
+
+
+def open_store(settings: Settings | None = None) -> GraphStore:
+    """Open the store the settings select (`TALENT_STORE`)."""
+    settings = settings or get_settings()
+    if settings.store == "neo4j":
+        from talent_core.store.neo4j import Neo4jStore
+
+        return Neo4jStore.from_settings(settings)
+    from talent_core.store.falkordb import FalkorDBStore
+
+    return FalkorDBStore.from_settings(settings)
+
+
+__all__ = ["GraphStore", "open_store"]
