@@ -61,3 +61,69 @@ class StoreStats(BaseModel):
     triples: int
     entities_with_embedding: int = 0
     store: str = ""
+
+
+# --- retrieval hand-offs (question -> seeds -> neighbourhood -> candidate S) -------------
+
+SeedSource = str  # "vector" | "name" | "fulltext" | "topic" (bracketed / q_entity)
+
+
+class Seed(BaseModel):
+    id: str
+    name: str
+    score: float = 0.0
+    sources: list[SeedSource] = Field(default_factory=list)
+
+
+class CandidateNode(BaseModel):
+    id: str  # KG entity id
+    name: str
+    prize: float = 0.0
+    seed: bool = False
+
+
+class CandidateEdge(BaseModel):
+    src: str  # KG entity id
+    rel: str
+    dst: str  # KG entity id
+    prize: float = 0.0
+
+
+class Candidate(BaseModel):
+    """The candidate connected subgraph S (paper §2.2) for one question."""
+
+    question: str
+    seeds: list[Seed] = Field(default_factory=list)
+    nodes: list[CandidateNode] = Field(default_factory=list)
+    edges: list[CandidateEdge] = Field(default_factory=list)
+    truncated: bool = False
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+# --- LLM hand-offs (candidate -> selection -> answer) -------------------------------------
+
+
+class OutOfCandidate(BaseModel):
+    """A name the retriever produced that is not a node of S, checked against the KG."""
+
+    name: str
+    grounded: bool
+    id: str | None = None
+
+
+class Selection(BaseModel):
+    """What the retriever R_theta selected from S (names as printed, lowercase)."""
+
+    raw: str = ""
+    selected: list[CandidateNode] = Field(default_factory=list)  # nodes of S it named
+    out_of_candidate: list[OutOfCandidate] = Field(default_factory=list)
+
+
+class Answer(BaseModel):
+    question: str
+    answer: list[str] = Field(default_factory=list)
+    raw: str = ""
+    candidate: Candidate
+    selection: Selection | None = None  # None for the "--no-retriever" ablation
+    edges: list[CandidateEdge] = Field(default_factory=list)  # context edges given to G_phi
+    timings_ms: dict[str, float] = Field(default_factory=dict)
