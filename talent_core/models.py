@@ -115,8 +115,10 @@ class Selection(BaseModel):
     """What the retriever R_theta selected from S (names as printed, lowercase)."""
 
     raw: str = ""
+    names: list[str] = Field(default_factory=list)  # parsed output names, in order (V-hat)
     selected: list[CandidateNode] = Field(default_factory=list)  # nodes of S it named
     out_of_candidate: list[OutOfCandidate] = Field(default_factory=list)
+    truncated: bool = False  # generation stopped at max_new_tokens (last item dropped)
 
 
 class Answer(BaseModel):

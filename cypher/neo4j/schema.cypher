@@ -1,0 +1,18 @@
+// Constraints and indexes of the data model (talent_core/store/base.py). Idempotent.
+// $dimension: the embedding model's dimension (both vector indexes, cosine).
+CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE;
+CREATE CONSTRAINT relation_name IF NOT EXISTS FOR (r:Relation) REQUIRE r.name IS UNIQUE;
+CREATE INDEX entity_name_lc IF NOT EXISTS FOR (e:Entity) ON (e.name_lc);
+CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (e:Entity) ON EACH [e.name];
+CREATE VECTOR INDEX entity_embedding IF NOT EXISTS
+FOR (e:Entity) ON (e.embedding)
+OPTIONS {indexConfig: {
+  `vector.dimensions`: toInteger($dimension),
+  `vector.similarity_function`: 'cosine'
+}};
+CREATE VECTOR INDEX relation_embedding IF NOT EXISTS
+FOR (r:Relation) ON (r.embedding)
+OPTIONS {indexConfig: {
+  `vector.dimensions`: toInteger($dimension),
+  `vector.similarity_function`: 'cosine'
+}};

@@ -1,0 +1,153 @@
+"""Formats, reader selection, and `load_path`: the one entry point the CLI and benches use."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from loaders.base import LoadError, LoadOptions, LoadReport, Reader, TextEmbedder, run_load
+from loaders.explagraphs import ExplaGraphsReader
+from loaders.io import DEFAULT_MAX_LINE_LENGTH
+from loaders.metaqa import MetaQAReader
+from loaders.ntriples import NTriplesReader
+from loaders.rog import open_rog
+from loaders.triples import TriplesReader, parse_columns, parse_delimiter
+from talent_core.config import Settings, get_settings
+from talent_core.store.base import GraphStore
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("rog", "metaqa", "triples", "ntriples", "explagraphs")
+_GENERIC_STEMS = {"train", "dev", "test", "val", "valid", "validation", "data", "kb", "graph"}
+
+
+def detect_format(path: str) -> str:
+    """Guess the format from the file name; raise LoadError when it is ambiguous."""
+    p = Path(path)
+    name = p.name.lower()
+    suffix = p.suffix.lower()
+    if suffix in (".jsonl", ".json", ".parquet"):
+        return "rog"
+    if suffix == ".nt":
+        return "ntriples"
+    if name == "kb.txt":
+        return "metaqa"
+    if suffix in (".csv", ".tsv"):
+        return "triples"
+    if not p.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", path):
+        return "rog"  # a Hugging Face dataset name
+    raise LoadError(path, None, f"cannot tell the format from the name; pass --format {{{','.join(FORMATS)}}}")
+
+
+def dataset_name(path: str, split: str | None = None) -> str:
+    """The default side-output name: the file stem, prefixed with its folder when the stem is
+    generic (`webqsp-evidence/dev.jsonl` -> `webqsp-evidence-dev`); for a Hub dataset,
+    `RoG-webqsp-test`."""
+    p = Path(path)
+    if not p.exists() and "/" in path and not p.suffix:
+        return f"{path.rsplit('/', 1)[-1]}-{split or 'train'}"
+    stem = p.name.split(".")[0]
+    if stem.lower() in _GENERIC_STEMS and p.resolve().parent.name:
+        stem = f"{p.resolve().parent.name}-{stem}"
+    return re.sub(r"[^\w.-]+", "_", stem)
+
+
+def open_reader(
+    path: str,
+    format: str,
+    *,
+    delimiter: str | None = None,
+    columns: str | None = None,
+    split: str | None = None,
+    max_line_length: int | None = None,
+    concepts: str = "example",
+    rdf_relations: str = "local",
+) -> Reader:
+    mll = max_line_length or DEFAULT_MAX_LINE_LENGTH
+    if format == "metaqa":
+        return MetaQAReader(Path(path), max_line_length=mll)
+    if format == "triples":
+        try:
+            cols = parse_columns(columns)
+            delim = parse_delimiter(delimiter)
+        except ValueError as e:
+            raise LoadError(path, None, str(e)) from None
+        return TriplesReader(Path(path), delimiter=delim, columns=cols, max_line_length=mll)
+    if format == "ntriples":
+        return NTriplesReader(Path(path), relation_names=rdf_relations, max_line_length=mll)  # type: ignore[arg-type]
+    if format == "explagraphs":
+        try:
+            delim = parse_delimiter(delimiter) or "\t"
+        except ValueError as e:
+            raise LoadError(path, None, str(e)) from None
+        return ExplaGraphsReader(
+            Path(path), concepts=concepts, delimiter=delim, max_line_length=mll  # type: ignore[arg-type]
+        )
+    if format == "rog":
+        return open_rog(path, split, max_line_length)
+    raise LoadError(path, None, f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+
+
+def load_path(
+    path: str | Path,
+    format: str | None = None,
+    *,
+    store: GraphStore | None = None,
+    embedder: TextEmbedder | None = None,
+    settings: Settings | None = None,
+    batch_size: int | None = None,
+    dataset: str | None = None,
+    delimiter: str | None = None,
+    columns: str | None = None,
+    split: str | None = None,
+    concepts: str = "example",
+    rdf_relations: str = "local",
+    **options: Any,
+) -> LoadReport:
+    """Load one input into the store (opened from `settings` when not given).
+
+    `options` are `LoadOptions` fields (limit, on_error, rejects, self_loops,
+    max_line_length, progress, dry_run, on_commit). RoG questions and ExplaGraphs examples go
+    to `<data_dir>/questions/<dataset>.jsonl` unless `side_output_path` is given.
+    """
+    settings = settings or get_settings()
+    path = str(path)
+    fmt = format or detect_format(path)
+    reader = open_reader(
+        path,
+        fmt,
+        delimiter=delimiter,
+        columns=columns,
+        split=split,
+        max_line_length=options.get("max_line_length"),
+        concepts=concepts,
+        rdf_relations=rdf_relations,
+    )
+    if options.get("max_line_length") is None:
+        options.pop("max_line_length", None)
+    if reader.side_output is not None and options.get("side_output_path") is None:
+        name = dataset or dataset_name(path, split)
+        options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
+    opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)
+
+    owned_store = None
+    try:
+        if not opts.dry_run:
+            if embedder is None:
+                from loaders.embedders import make_embedder
+
+                embedder = make_embedder(settings)
+            if store is None:
+                from talent_core.store import open_store
+
+                store = owned_store = open_store(settings)
+            store.ensure_schema(embedder.dimension)
+        return run_load(reader, store, embedder, opts)
+    except BaseException:
+        reader.close()
+        raise
+    finally:
+        if owned_store is not None:
+            owned_store.close()

@@ -1,0 +1,211 @@
+"""Streaming input: physical lines with numbers, a length cap and strict UTF-8.
+
+Every reader sits on `LineSource`, which never holds more than one line (at most
+`max_line_length` bytes) in memory, whatever the file size. Problems with one line (bad
+UTF-8, an overlong line) are raised as `LineError` for that line only; the source stays
+usable, so `--on-error skip` can carry on with the next line.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Self
+
+DEFAULT_MAX_LINE_LENGTH = 1 << 20  # bytes; line-per-triple formats
+DEFAULT_MAX_RECORD_LENGTH = 256 << 20  # bytes; one RoG record (a whole question graph)
+_CHUNK = 1 << 16
+
+
+class LineError(Exception):
+    """A problem confined to one physical line (the source can continue after it)."""
+
+    def __init__(self, line: int, reason: str, raw: str):
+        super().__init__(f"line {line}: {reason}")
+        self.line = line
+        self.reason = reason
+        self.raw = raw
+
+
+def preview(data: bytes | str, limit: int = 200) -> str:
+    """A printable excerpt of a raw line for messages and rejects files."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", errors="backslashreplace")
+    return data if len(data) <= limit else data[:limit] + f"... [{len(data)} chars]"
+
+
+class LineSource:
+    """Iterate the decoded lines of a file, one at a time, with 1-based line numbers.
+
+    `next()` returns the line text without its line terminator, or raises `LineError` for a
+    bad line (and can be called again for the next one), or `StopIteration` at the end.
+    A UTF-8 byte-order mark on line 1 is dropped. `raw_since_mark()` returns the lines read
+    since the last `mark()`, so a multi-line CSV record can be reported whole.
+    """
+
+    def __init__(self, path: Path, max_line_length: int = DEFAULT_MAX_LINE_LENGTH):
+        self.path = Path(path)
+        self.max_line_length = max_line_length
+        self._f: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self.total_bytes = os.fstat(self._f.fileno()).st_size
+        self.line = 0  # number of the last line returned / raised
+        self._record: list[str] = []
+        self._mark_line = 1
+        # csv.reader needs the line ends to keep newlines inside quoted fields
+        self.keep_newline = False
+
+    # iterator protocol (usable as the input of csv.reader)
+    def __iter__(self) -> LineSource:
+        return self
+
+    def __next__(self) -> str:
+        data = self._f.readline(self.max_line_length + 1)
+        if not data:
+            raise StopIteration
+        self.line += 1
+        if len(data) > self.max_line_length and not data.endswith(b"\n"):
+            head = data[:200]
+            skipped = len(data)
+            while True:  # discard the rest of the overlong line in constant memory
+                more = self._f.readline(_CHUNK)
+                skipped += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+            raise LineError(
+                self.line,
+                f"line longer than the maximum of {self.max_line_length} bytes "
+                f"({skipped} bytes; raise --max-line-length if it is legitimate)",
+                preview(head) + "...",
+            )
+        ended = data.endswith(b"\n")
+        if ended:
+            data = data[:-1]
+            if data.endswith(b"\r"):
+                data = data[:-1]
+        if self.line == 1 and data.startswith(codecs.BOM_UTF8):
+            data = data[len(codecs.BOM_UTF8) :]
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LineError(
+                self.line,
+                f"invalid UTF-8 at byte {e.start} of the line ({data[e.start:e.start + 4]!r})",
+                preview(data),
+            ) from None
+        self._record.append(text)
+        return text + "\n" if self.keep_newline and ended else text
+
+    def rewind(self) -> None:
+        """Back to the start of the file (after peeking at the first line)."""
+        self._f.seek(0)
+        self.line = 0
+        self.mark()
+
+    def mark(self) -> None:
+        """Start a new record at the next line."""
+        self._record = []
+        self._mark_line = self.line + 1
+
+    def raw_since_mark(self) -> tuple[int, str]:
+        """(first line number, raw text) of the lines read since `mark()`."""
+        return self._mark_line, "\n".join(self._record)
+
+    def position(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_json_array(src: LineSource) -> Iterator[tuple[int, object | LineError]]:
+    """Stream the elements of a top-level JSON array in memory bounded by the largest
+    element (capped at `src.max_line_length`): yields (first line of the element, value),
+    or once (line, LineError) when the document is not a well-formed array (iteration
+    stops there: the rest cannot be located reliably)."""
+    decoder = json.JSONDecoder()
+    buf = ""
+    buf_line = 1  # line number of buf[0]
+    eof = False
+
+    def fill(at_least: int = 1) -> None:
+        nonlocal buf, eof
+        parts: list[str] = []
+        n = 0
+        while n < at_least and not eof:
+            try:
+                line = next(src) + "\n"
+            except StopIteration:
+                eof = True
+                break
+            parts.append(line)
+            n += len(line)
+        buf += "".join(parts)
+
+    def skip_ws() -> bool:
+        """Drop leading whitespace; False at end of input."""
+        nonlocal buf, buf_line
+        while True:
+            stripped = buf.lstrip(" \t\r\n")
+            buf_line += buf.count("\n", 0, len(buf) - len(stripped))
+            buf = stripped
+            if buf:
+                return True
+            if eof:
+                return False
+            fill()
+
+    def error(reason: str) -> tuple[int, LineError]:
+        return buf_line, LineError(buf_line, reason, preview(buf))
+
+    if not skip_ws():
+        yield error("empty JSON document (expected an array of records)")
+        return
+    if buf[0] != "[":
+        yield error("expected a JSON array of records")
+        return
+    buf = buf[1:]
+    expect_value = True  # after "[" or ","
+    first = True
+    while True:
+        if not skip_ws():
+            yield error("unterminated JSON array (missing ']')")
+            return
+        if buf[0] == "]" and (first or not expect_value):
+            return
+        if not expect_value:
+            if buf[0] != ",":
+                yield error("expected ',' or ']' between array elements")
+                return
+            buf = buf[1:]
+            expect_value = True
+            continue
+        while True:
+            try:
+                value, end = decoder.raw_decode(buf)
+                break
+            except json.JSONDecodeError as e:
+                if eof or len(buf) > src.max_line_length:
+                    why = (
+                        f"invalid JSON: {e.msg}"
+                        if eof
+                        else f"JSON element longer than {src.max_line_length} bytes"
+                    )
+                    yield buf_line + buf.count("\n", 0, e.pos), LineError(
+                        buf_line + buf.count("\n", 0, e.pos), why, preview(buf)
+                    )
+                    return
+                fill(max(_CHUNK, len(buf)))  # doubling keeps re-parsing linear overall
+        yield buf_line, value
+        buf_line += buf.count("\n", 0, end)
+        buf = buf[end:]
+        expect_value = False
+        first = False

@@ -1,0 +1,75 @@
+"""Base class for readers over a text file (progress in bytes, line errors as BadRow)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from loaders.base import BadRow, LoadError
+from loaders.io import LineError, LineSource
+
+
+class TextFileReader:
+    progress_unit = "B"
+    side_output: str | None = None
+    format = "text"
+
+    def __init__(self, path: Path, max_line_length: int):
+        self.path = Path(path)
+        self.source = str(path)
+        if not self.path.exists():
+            raise LoadError(self.source, None, "no such file")
+        if not self.path.is_file():
+            raise LoadError(self.source, None, "not a regular file")
+        self.src = LineSource(self.path, max_line_length=max_line_length)
+        if self.src.total_bytes == 0:
+            self.src.close()
+            raise LoadError(self.source, None, "empty file (0 bytes)")
+
+    def lines(self) -> Iterator[tuple[int, str] | BadRow]:
+        """(line number, text) for every physical line, or BadRow for an unreadable one."""
+        while True:
+            try:
+                text = next(self.src)
+            except StopIteration:
+                return
+            except LineError as e:
+                yield BadRow(e.line, e.reason, e.raw)
+                continue
+            yield self.src.line, text
+
+    def csv_records(self, **fmt: object) -> Iterator[tuple[int, list[str], str] | BadRow]:
+        """CSV records (fields may be quoted and span lines): (first line, fields, raw)."""
+        old = csv.field_size_limit()
+        csv.field_size_limit(max(old, self.src.max_line_length))
+        self.src.keep_newline = True
+        reader = csv.reader(self.src, strict=True, **fmt)  # type: ignore[call-overload]
+        while True:
+            self.src.mark()
+            try:
+                fields = next(reader)
+            except StopIteration:
+                return
+            except LineError as e:
+                yield BadRow(e.line, e.reason, e.raw)
+                continue
+            except csv.Error as e:
+                line, raw = self.src.raw_since_mark()
+                yield BadRow(line, f"malformed CSV: {e}", raw[:2000])
+                continue
+            line, raw = self.src.raw_since_mark()
+            if len(raw) > self.src.max_line_length:
+                yield BadRow(
+                    line,
+                    f"record longer than the maximum of {self.src.max_line_length} bytes",
+                    raw[:200] + "...",
+                )
+                continue
+            yield line, fields, raw
+
+    def progress(self) -> tuple[int, int | None]:
+        return self.src.position(), self.src.total_bytes
+
+    def close(self) -> None:
+        self.src.close()

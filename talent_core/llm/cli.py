@@ -1,0 +1,247 @@
+"""Typer command functions for the LLM stages; the main app registers them::
+
+    train_app.command("retriever")(train_retriever)      # talent train retriever ...
+    train_app.command("generator")(train_generator)      # talent train generator --retriever DIR
+    app.command("annotate-explagraphs")(annotate_explagraphs)
+
+Each prints one JSON summary line on success; bad input exits with code 2 and a message
+naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from talent_core.llm.data import DataError, TrainingExample, read_examples, write_examples
+from talent_core.llm.models import BaseModelMismatch
+from talent_core.llm.train import ResumeMismatch, TrainConfig
+
+log = logging.getLogger(__name__)
+
+Examples = Annotated[Path, typer.Argument(help="training examples, JSONL of TrainingExample "
+                                          "{question, candidate, answers[, gold_nodes]}",
+                                          exists=True, dir_okay=False)]
+Output = Annotated[Path, typer.Option("--output", "-o", help="adapter directory to write")]
+Val = Annotated[Path | None, typer.Option("--val", help="validation examples (JSONL), for "
+                                          "the validation loss", exists=True, dir_okay=False)]
+BaseModelOpt = Annotated[str | None, typer.Option("--base-model", help="HF name, local path or "
+                                                  "'smollm2' (default: TALENT_BASE_MODEL)")]
+TaskOpt = Annotated[str, typer.Option("--task", help="kgqa (entity answers) or label "
+                                      "(ExplaGraphs support/counter)")]
+Epochs = Annotated[int, typer.Option(help="epochs (paper: 3)")]
+Lr = Annotated[float, typer.Option("--lr", help="learning rate (paper: 5e-5)")]
+Warmup = Annotated[float, typer.Option(help="warmup ratio (paper: 0.03)")]
+BatchSize = Annotated[int, typer.Option(help="per-step batch (paper: 1)")]
+GradAccum = Annotated[int, typer.Option(help="gradient accumulation (paper: 8)")]
+MaxLength = Annotated[int, typer.Option(help="max tokens of prompt + target; rows of S are "
+                                        "dropped to fit")]
+LoraR = Annotated[int, typer.Option(help="LoRA rank (paper: 8)")]
+LoraAlpha = Annotated[int, typer.Option(help="LoRA alpha (paper: 16)")]
+LoraDropout = Annotated[float, typer.Option(help="LoRA dropout (paper: 0.05)")]
+LoraTargets = Annotated[str, typer.Option(help="comma list of modules, or all-linear")]
+Seed = Annotated[int, typer.Option(help="random seed")]
+MaxSteps = Annotated[int | None, typer.Option(help="stop after this many optimizer steps")]
+SaveEvery = Annotated[int, typer.Option(help="checkpoint every N optimizer steps (0: never)")]
+GradCkpt = Annotated[bool, typer.Option("--gradient-checkpointing", help="trade compute for "
+                                        "memory (large models)")]
+Device = Annotated[str | None, typer.Option(help="cuda, cpu, cuda:1 ... (default: cuda if "
+                                            "available)")]
+Dataset = Annotated[str, typer.Option(help="dataset name, recorded in the metadata")]
+KOpt = Annotated[int | None, typer.Option("--k", help="PCST k_v = k_e of the candidates "
+                                          "(recorded)")]
+Hops = Annotated[int | None, typer.Option(help="neighbourhood hops of the candidates (recorded)")]
+Resume = Annotated[bool, typer.Option("--resume/--no-resume", help="continue from the latest "
+                                      "checkpoint in the output directory")]
+Limit = Annotated[int | None, typer.Option(help="use only the first N examples")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code=2)
+
+
+def _load(path: Path, limit: int | None) -> list[TrainingExample]:
+    try:
+        examples = read_examples(path)
+    except DataError as e:
+        raise _fail(str(e)) from e
+    if not examples:
+        raise _fail(f"{path}: no examples")
+    return examples[:limit] if limit else examples
+
+
+def _summary(meta: Any, output: Path) -> None:
+    m = meta.metrics
+    keys = ("examples", "steps", "first_loss", "final_loss", "val_loss", "seconds_per_step",
+            "seconds_this_run", "peak_rss_mb", "peak_gpu_mb", "skipped_too_long")
+    typer.echo(json.dumps({"adapter": str(output), "kind": meta.kind,
+                           **{k: m[k] for k in keys if k in m}}))
+
+
+def train_retriever(
+    examples: Examples,
+    output: Output,
+    val: Val = None,
+    base_model: BaseModelOpt = None,
+    task: TaskOpt = "kgqa",
+    lam: Annotated[float, typer.Option("--lam", help="weak-positive weight lambda (paper: "
+                                       "0.001 WebQSP, 0.01 CWQ/ExplaGraphs)")] = 0.001,
+    eos_weight: Annotated[float, typer.Option(help="weight of the EOS token ending the "
+                                              "target line (teaches where the list stops)")]
+    = 1.0,
+    epochs: Epochs = 3,
+    lr: Lr = 5e-5,
+    warmup_ratio: Warmup = 0.03,
+    batch_size: BatchSize = 1,
+    grad_accum: GradAccum = 8,
+    max_length: MaxLength = 4096,
+    lora_r: LoraR = 8,
+    lora_alpha: LoraAlpha = 16,
+    lora_dropout: LoraDropout = 0.05,
+    lora_targets: LoraTargets = "q_proj,v_proj",
+    seed: Seed = 0,
+    max_steps: MaxSteps = None,
+    save_every: SaveEvery = 100,
+    gradient_checkpointing: GradCkpt = False,
+    device: Device = None,
+    dataset: Dataset = "",
+    k: KOpt = 10,
+    hops: Hops = None,
+    resume: Resume = True,
+    limit: Limit = None,
+) -> None:
+    """Train the LLM retriever R_theta (LoRA, token-weighted NLL, paper eqs. 9-13)."""
+    from talent_core.llm.train import train_retriever as run
+
+    config = _config(locals())
+    train = _load(examples, limit)
+    validation = _load(val, None) if val else None
+    try:
+        meta = run(train, config, val_examples=validation, resume=resume)
+    except (BaseModelMismatch, ResumeMismatch) as e:
+        raise _fail(str(e)) from e
+    _summary(meta, output)
+
+
+def train_generator(
+    examples: Examples,
+    output: Output,
+    retriever: Annotated[Path | None, typer.Option("--retriever", help="the TRAINED retriever "
+                                                   "adapter whose selections form the "
+                                                   "contexts", exists=True, file_okay=False)]
+    = None,
+    frozen_retriever: Annotated[bool, typer.Option("--frozen-retriever", help="contexts from "
+                                                   "the base model without adapter "
+                                                   "(ablation)")] = False,
+    no_retriever: Annotated[bool, typer.Option("--no-retriever", help="contexts are all of S "
+                                               "(ablation)")] = False,
+    val: Val = None,
+    base_model: BaseModelOpt = None,
+    task: TaskOpt = "kgqa",
+    include_endpoints: Annotated[bool, typer.Option(help="also list the other endpoint of "
+                                                    "each context edge as a node")] = False,
+    retriever_max_new_tokens: Annotated[int, typer.Option(help="retriever output budget")]
+    = 256,
+    epochs: Epochs = 3,
+    lr: Lr = 5e-5,
+    warmup_ratio: Warmup = 0.03,
+    batch_size: BatchSize = 1,
+    grad_accum: GradAccum = 8,
+    max_length: MaxLength = 4096,
+    lora_r: LoraR = 8,
+    lora_alpha: LoraAlpha = 16,
+    lora_dropout: LoraDropout = 0.05,
+    lora_targets: LoraTargets = "q_proj,v_proj",
+    seed: Seed = 0,
+    max_steps: MaxSteps = None,
+    save_every: SaveEvery = 100,
+    gradient_checkpointing: GradCkpt = False,
+    device: Device = None,
+    dataset: Dataset = "",
+    k: KOpt = 10,
+    hops: Hops = None,
+    resume: Resume = True,
+    limit: Limit = None,
+) -> None:
+    """Train the LLM generator G_phi (LoRA SFT, eq. 15) on the retriever's contexts."""
+    from talent_core.llm.models import read_meta
+    from talent_core.llm.train import train_generator as run
+
+    chosen = sum([retriever is not None, frozen_retriever, no_retriever])
+    if chosen != 1:
+        raise _fail("give exactly one of --retriever DIR, --frozen-retriever, --no-retriever")
+    source = "trained" if retriever is not None else ("frozen" if frozen_retriever else "none")
+    values = dict(locals())
+    if retriever is not None:
+        try:
+            rmeta = read_meta(retriever)
+        except (FileNotFoundError, ValueError) as e:
+            raise _fail(str(e)) from e
+        values["base_model"] = base_model or rmeta.base_model
+        values["task"] = rmeta.task if task == "kgqa" else task
+    config = _config(values)
+    train = _load(examples, limit)
+    validation = _load(val, None) if val else None
+    try:
+        meta = run(train, config, retriever, source, val_examples=validation, resume=resume,
+                   retriever_max_new_tokens=retriever_max_new_tokens)
+    except (BaseModelMismatch, ResumeMismatch) as e:
+        raise _fail(str(e)) from e
+    _summary(meta, output)
+
+
+def _config(values: dict[str, Any]) -> TrainConfig:
+    fields = set(TrainConfig.model_fields)
+    data = {k: v for k, v in values.items() if k in fields}
+    data["output_dir"] = values["output"]
+    if data.get("task") not in ("kgqa", "label"):
+        raise _fail(f"--task must be kgqa or label, not {data.get('task')!r}")
+    try:
+        return TrainConfig(**data)
+    except ValueError as e:
+        raise _fail(str(e)) from e
+
+
+def annotate_explagraphs(
+    tsv: Annotated[Path, typer.Argument(help="ExplaGraphs TSV (arg1, arg2, label, graph)",
+                                        exists=True, dir_okay=False)],
+    cache: Annotated[Path, typer.Option(help="annotation cache (JSONL; re-runs reuse it)")],
+    examples_out: Annotated[Path | None, typer.Option(help="also write TrainingExample JSONL "
+                                                      "with the pseudo-gold nodes")] = None,
+    base_model: BaseModelOpt = None,
+    adapter: Annotated[Path | None, typer.Option(help="optional LoRA adapter for the "
+                                                 "annotator", exists=True, file_okay=False)]
+    = None,
+    max_new_tokens: Annotated[int, typer.Option(help="annotator output budget")] = 64,
+    device: Device = None,
+    limit: Limit = None,
+) -> None:
+    """Pseudo-gold reasoning nodes for ExplaGraphs with an LLM (paper Appendix A.2)."""
+    from talent_core.llm.explagraphs import annotate, read_explagraphs, to_example
+    from talent_core.llm.infer import LoadedLM
+
+    try:
+        records = read_explagraphs(tsv)
+    except DataError as e:
+        raise _fail(str(e)) from e
+    records = records[:limit] if limit else records
+    adapters = {"annotator": adapter} if adapter else {}
+    try:
+        lm = LoadedLM(base_model, adapters, device=device)
+    except BaseModelMismatch as e:
+        raise _fail(str(e)) from e
+    anns = annotate(records, lm, cache, "annotator" if adapter else None, max_new_tokens)
+    if examples_out is not None:
+        write_examples(examples_out, (to_example(r, a.nodes) for r, a in
+                                      zip(records, anns, strict=True)))
+    with_nodes = sum(1 for a in anns if a.nodes)
+    typer.echo(json.dumps({
+        "records": len(records), "with_nodes": with_nodes,
+        "mean_nodes": round(sum(len(a.nodes) for a in anns) / max(1, len(anns)), 3),
+        "cache": str(cache), "examples": str(examples_out) if examples_out else None,
+    }))

@@ -1,0 +1,91 @@
+"""Token-weighted negative log-likelihood (paper eqs. 12-13, and eq. 15 as a special case).
+
+    L(theta) = - sum_t w_t log p(y_t | x, y_<t)     per example; the batch loss is the mean
+
+Weights come from character spans: the prompt and the target are tokenised TOGETHER and each
+token gets the largest weight of the name spans its character offsets overlap (1 for a gold
+answer in S, lambda for another node of S, 0 for prompt text and ``|`` separators). A name
+that tokenises differently in context, or a token that straddles a separator and a name, is
+therefore weighted by what it actually covers in the sequence the model is trained on.
+
+End of list: eq. 13 gives the EOS token weight 0 ("otherwise"), so nothing would teach the
+model where the list stops. We give the EOS token its own weight, ``eos_weight`` (default
+1.0, configurable); see `train.RetrieverTrainConfig.eos_weight` and the report of its
+effect on output size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+
+def align_weights(
+    offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int, float]]
+) -> list[float]:
+    """Per-token weight: the max weight of the character spans ``[start, end)`` the token's
+    offsets overlap; 0 for zero-width tokens and tokens outside every span."""
+    ordered = sorted((s, e, w) for s, e, w in spans if e > s)
+    out: list[float] = []
+    first = 0  # first span that can still overlap (tokens come in text order)
+    for ts, te in offsets:
+        if te <= ts:
+            out.append(0.0)
+            continue
+        while first < len(ordered) and ordered[first][1] <= ts:
+            first += 1
+        w = 0.0
+        j = first
+        while j < len(ordered) and ordered[j][0] < te:
+            s, e, sw = ordered[j]
+            if s < te and e > ts:
+                w = max(w, sw)
+            j += 1
+        out.append(w)
+    return out
+
+
+def weighted_nll(
+    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``logits[b, t]`` predicts ``labels[b, t]`` with weight ``weights[b, t]``.
+
+    Returns (mean over the batch of the per-example weighted sums, the per-example sums).
+    Only positions with a non-zero weight are put through the softmax."""
+    if logits.shape[:2] != labels.shape or labels.shape != weights.shape:
+        raise ValueError(
+            f"shape mismatch: logits {tuple(logits.shape)}, labels {tuple(labels.shape)}, "
+            f"weights {tuple(weights.shape)}"
+        )
+    weights = weights.to(torch.float32)
+    mask = weights != 0
+    per_token = torch.zeros(weights.shape, dtype=torch.float32, device=logits.device)
+    if mask.any():
+        nll = F.cross_entropy(logits[mask].float(), labels[mask], reduction="none")
+        per_token = per_token.masked_scatter(mask, nll)
+    else:  # keep the graph connected so backward() still works
+        per_token = per_token + logits.sum() * 0.0
+    per_example = (per_token * weights).sum(dim=1)
+    return per_example.mean(), per_example
+
+
+def sequence_loss(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    weights: torch.Tensor,
+    attention_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weighted NLL of a causal LM on (B, T) token ids with (B, T) weights on those tokens.
+
+    Logits are computed only for the positions that predict weighted tokens (the target sits
+    at the end of the sequence), through the model's ``logits_to_keep``."""
+    nz = (weights != 0).any(dim=0).nonzero()
+    t = input_ids.shape[1]
+    first = int(nz[0]) if len(nz) else t - 1
+    first = max(first, 1)
+    keep = t - first + 1  # logits at positions first-1 .. t-1
+    out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
+    logits = out.logits[:, :-1]  # positions first-1 .. t-2 predict tokens first .. t-1
+    return weighted_nll(logits, input_ids[:, first:], weights[:, first:])

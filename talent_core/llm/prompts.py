@@ -1,0 +1,249 @@
+"""Retriever and generator prompts (paper Appendix E.1 / E.2), rendered for a tokenizer.
+
+Pure: text in, text out. The system and user texts are the paper's, with the spaces the
+extracted PDF text lost put back. Two tasks share the same shape:
+
+* ``"kgqa"`` (MetaQA, WebQSP, CWQ): the exact E.1 / E.2 texts.
+* ``"label"`` (ExplaGraphs): the paper gives no prompt for it; the E.1 / E.2 texts adapted
+  to "do the two arguments support or counter each other" (our wording, same rules).
+
+Rendering (`render_chat`): the tokenizer's own chat template when it has one; the Llama-2
+chat form ``<s>[INST] <<SYS>>\\n{system}\\n<</SYS>>\\n\\n{user} [/INST]`` when the tokenizer
+has no template or the model name says Llama-2 chat (this is what the paper's examples
+show). The returned `Rendered.prompt` is the complete prompt (BOS included where the format
+has one) and must be tokenised with ``add_special_tokens=False``; a completion is appended
+after `Rendered.answer_prefix` (``" "`` after ``[/INST]``, empty for chat templates).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jinja2 import TemplateError
+
+log = logging.getLogger(__name__)
+
+Task = Literal["kgqa", "label"]
+
+_FORMAT = """RETURN FORMAT (MANDATORY):
+Your ENTIRE reply must be EXACTLY ONE SINGLE LINE like:
+name1|name2|name3
+If you output anything other than the single pipe-separated line, the answer is invalid."""
+
+# --- E.1 retriever -------------------------------------------------------------------------
+
+RETRIEVER_SYSTEM = f"""You are an entity retriever for KGQA.
+Your job is to SELECT CANDIDATE ENTITIES FROM THE SUBGRAPH that would help an answerer \
+solve the question.
+CRITICAL CONSTRAINTS:
+- Return lowercase names only.
+- Select the most relevant nodes from the subgraph for answering the question.
+
+{_FORMAT}
+
+Hard rules:
+- Output EXACTLY one line; no greetings, no explanations, no extra words.
+- The line must contain ONLY lowercase entity names separated by '|' (no labels like \
+'Output:').
+- Keep spaces inside names; DO NOT add spaces around '|'.
+- DO NOT output placeholders like A/B/C/unknown."""
+
+RETRIEVER_USER = """Question:
+{question}
+
+Subgraph (CSV between <DESC> tags):
+{graph}
+
+Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators. Nothing else."""
+
+# --- E.2 generator -------------------------------------------------------------------------
+
+GENERATOR_SYSTEM = f"""You are a KGQA answer generator.
+PRIMARY GOAL: output the FINAL ANSWER entity name(s) to the question.
+Use the provided subgraph as STRONG HINTS. If some correct answers are not in subgraph but \
+answers the question, you may also include them.
+Return all names in lowercase.
+
+{_FORMAT}
+
+Guidelines:
+- Output ONLY answers; exclude distractors and the subject itself unless the subject IS the \
+answer.
+- If multiple entities correctly answer the question, include them all separated by '|'. \
+Otherwise, output a single name.
+- No greetings, no explanations, no labels (e.g., 'Answer:').
+- Keep spaces inside names; DO NOT add spaces around '|'.
+- DO NOT output placeholders (A/B/C/unknown)."""
+
+GENERATOR_USER = """Question:
+{question}
+
+Subgraph (CSV between <DESC> tags):
+{graph}
+
+Now output ONLY the final answer entity name(s) as EXACTLY ONE SINGLE LOWERCASE LINE with \
+'|' separators. Nothing else."""
+
+# --- label task (ExplaGraphs): E.1 / E.2 adapted -------------------------------------------
+
+LABEL_RETRIEVER_SYSTEM = f"""You are a node retriever for argument stance prediction.
+Your job is to SELECT NODES FROM THE EXPLANATION GRAPH that would help decide whether the \
+two arguments support or counter each other.
+CRITICAL CONSTRAINTS:
+- Return lowercase names only.
+- Select the most relevant nodes from the graph for deciding the stance.
+
+{_FORMAT}
+
+Hard rules:
+- Output EXACTLY one line; no greetings, no explanations, no extra words.
+- The line must contain ONLY lowercase node names separated by '|' (no labels like \
+'Output:').
+- Keep spaces inside names; DO NOT add spaces around '|'.
+- DO NOT output placeholders like A/B/C/unknown."""
+
+LABEL_RETRIEVER_USER = """Question:
+{question}
+
+Graph (CSV between <DESC> tags):
+{graph}
+
+Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators. Nothing else."""
+
+LABEL_GENERATOR_SYSTEM = """You are a stance classifier for pairs of arguments.
+PRIMARY GOAL: decide whether argument 1 and argument 2 support or counter each other.
+Use the provided explanation graph as STRONG HINTS.
+
+RETURN FORMAT (MANDATORY):
+Your ENTIRE reply must be EXACTLY ONE WORD: support or counter.
+
+Guidelines:
+- No greetings, no explanations, no labels (e.g., 'Answer:').
+- DO NOT output placeholders (A/B/C/unknown)."""
+
+LABEL_GENERATOR_USER = """Question:
+{question}
+
+Graph (CSV between <DESC> tags):
+{graph}
+
+Now output EXACTLY ONE WORD, support or counter. Nothing else."""
+
+LABELS = ("support", "counter")
+
+# --- Appendix A.2: pseudo-gold node annotation for ExplaGraphs ----------------------------
+
+ANNOTATOR_SYSTEM = f"""You are an annotator of explanation graphs.
+Given two arguments, their GOLD stance label and an explanation graph, SELECT THE NODES OF \
+THE GRAPH that form the critical reasoning path for deciding whether the arguments support \
+or counter each other.
+CRITICAL CONSTRAINTS:
+- Return lowercase node names only, exactly as they appear in the graph.
+- Select only nodes that appear in the graph.
+
+{_FORMAT}
+
+Hard rules:
+- Output EXACTLY one line; no greetings, no explanations, no extra words.
+- Keep spaces inside names; DO NOT add spaces around '|'.
+- DO NOT output placeholders like A/B/C/unknown."""
+
+ANNOTATOR_USER = """Argument 1: {arg1}
+Argument 2: {arg2}
+Gold stance: {label}
+
+Graph (CSV between <DESC> tags):
+{graph}
+
+Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators naming the critical \
+reasoning nodes. Nothing else."""
+
+
+def explagraphs_question(arg1: str, arg2: str) -> str:
+    """The question text of an ExplaGraphs example (both arguments, as in GraphQA)."""
+    return (
+        f"Argument 1: {arg1.strip()}\nArgument 2: {arg2.strip()}\n"
+        "Do argument 1 and argument 2 support or counter each other?"
+    )
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rendered:
+    prompt: str  # complete prompt text; tokenise with add_special_tokens=False
+    answer_prefix: str = ""  # text between the prompt and the completion
+
+
+def is_llama2_style(tokenizer: Any, model_name: str | None = None) -> bool:
+    """Llama-2 ``[INST] <<SYS>>`` form: no chat template, or a Llama-2 chat model name."""
+    name = (model_name or getattr(tokenizer, "name_or_path", "") or "").lower()
+    if ("llama-2" in name or "llama2" in name) and "chat" in name:
+        return True
+    return not getattr(tokenizer, "chat_template", None)
+
+
+def render_chat(
+    tokenizer: Any, system: str, user: str, model_name: str | None = None
+) -> Rendered:
+    """One system + one user turn, with the assistant turn opened."""
+    if is_llama2_style(tokenizer, model_name):
+        bos = getattr(tokenizer, "bos_token", None) or ""
+        return Rendered(f"{bos}[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]", " ")
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except (TemplateError, ValueError) as e:  # e.g. "System role not supported": fold it in
+        log.debug("chat template rejected a system turn (%s); merging it into the user turn", e)
+        merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
+        text = tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+    return Rendered(str(text), "")
+
+
+def retriever_texts(task: Task = "kgqa") -> tuple[str, str]:
+    """(system, user template with {question} and {graph})."""
+    if task == "label":
+        return LABEL_RETRIEVER_SYSTEM, LABEL_RETRIEVER_USER
+    return RETRIEVER_SYSTEM, RETRIEVER_USER
+
+
+def generator_texts(task: Task = "kgqa") -> tuple[str, str]:
+    if task == "label":
+        return LABEL_GENERATOR_SYSTEM, LABEL_GENERATOR_USER
+    return GENERATOR_SYSTEM, GENERATOR_USER
+
+
+def retriever_prompt(
+    tokenizer: Any, question: str, graph_csv: str, task: Task = "kgqa",
+    model_name: str | None = None,
+) -> Rendered:
+    """E.1: the question and S as CSV inside <DESC> (``graph_csv`` includes the tags)."""
+    system, user = retriever_texts(task)
+    return render_chat(
+        tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
+    )
+
+
+def generator_prompt(
+    tokenizer: Any, question: str, graph_csv: str, task: Task = "kgqa",
+    model_name: str | None = None,
+) -> Rendered:
+    """E.2: the question and the selected evidence (V-hat, E-hat) as CSV inside <DESC>."""
+    system, user = generator_texts(task)
+    return render_chat(
+        tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
+    )
+
+
+def annotator_prompt(
+    tokenizer: Any, arg1: str, arg2: str, label: str, graph_csv: str,
+    model_name: str | None = None,
+) -> Rendered:
+    """Appendix A.2: graph, both arguments and the gold label -> critical reasoning nodes."""
+    user = ANNOTATOR_USER.format(
+        arg1=arg1.strip(), arg2=arg2.strip(), label=label.strip().lower(), graph=graph_csv
+    )
+    return render_chat(tokenizer, ANNOTATOR_SYSTEM, user, model_name)

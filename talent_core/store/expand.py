@@ -1,0 +1,93 @@
+"""Store-independent n-hop expansion: both stores fetch one hop per query, this assembles.
+
+The database does the heavy part of each hop (for every frontier node, the `fanout + 1`
+smallest incident edges by the stable key (neighbour id, relation, direction), chosen with a
+top-k inside the database, so a hub with 10k edges sends at most `fanout + 1` rows); this
+module applies the caps deterministically and builds the Subgraph.
+
+Determinism: seeds and each frontier are processed in id order and each node's edges in key
+order, so the result depends neither on the order of `seed_ids` nor on the load order.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from talent_core.models import Edge, Entity, Subgraph
+
+# (frontier id, stored direction is frontier -> neighbour, relation, neighbour id, its name)
+HopRow = tuple[str, bool, str, str, str]
+FetchHop = Callable[[list[str], int], Iterable[HopRow]]
+
+MAX_HOPS = 3
+
+
+def validate_caps(hops: int, fanout: int, max_nodes: int, max_edges: int) -> None:
+    if not 0 <= hops <= MAX_HOPS:
+        raise ValueError(f"hops must be between 0 and {MAX_HOPS}, got {hops}")
+    if fanout < 1:
+        raise ValueError(f"fanout must be >= 1, got {fanout}")
+    if max_nodes < 1 or max_edges < 0:
+        raise ValueError(f"need max_nodes >= 1 and max_edges >= 0, got {max_nodes}/{max_edges}")
+
+
+def expand(
+    seeds: Sequence[Entity],
+    fetch_hop: FetchHop,
+    hops: int,
+    fanout: int,
+    max_nodes: int,
+    max_edges: int,
+) -> Subgraph:
+    """Breadth-first expansion from `seeds` (entities known to exist).
+
+    `fetch_hop(frontier_ids, limit)` returns, for each frontier id, up to `limit` incident
+    edges. At most `fanout` of them are followed per node and hop (edges back to known nodes
+    count too); a node is added only with the edge that reaches it, so every edge's endpoints
+    are in `nodes`. `truncated` is True whenever a cap left out something that existed."""
+    validate_caps(hops, fanout, max_nodes, max_edges)
+    nodes: dict[str, str] = {}
+    truncated = False
+    for e in sorted({e.id: e for e in seeds}.values(), key=lambda e: e.id):
+        if len(nodes) >= max_nodes:
+            truncated = True
+            break
+        nodes[e.id] = e.name
+    edges: dict[tuple[str, str, str], None] = {}
+    frontier = sorted(nodes)
+    full = False  # max_edges reached and something more was there
+    for _ in range(hops):
+        if not frontier or full:
+            break
+        by_node: dict[str, list[tuple[str, str, bool, str]]] = defaultdict(list)
+        for fid, out, rel, mid, mname in fetch_hop(frontier, fanout + 1):
+            by_node[fid].append((mid, rel, bool(out), mname))
+        nxt: list[str] = []
+        for fid in frontier:
+            incident = sorted(by_node.get(fid, ()))
+            if len(incident) > fanout:
+                truncated = True
+                incident = incident[:fanout]
+            for mid, rel, out, mname in incident:
+                key = (fid, rel, mid) if out else (mid, rel, fid)
+                if key in edges:
+                    continue
+                if len(edges) >= max_edges:
+                    truncated = full = True
+                    break
+                if mid not in nodes:
+                    if len(nodes) >= max_nodes:
+                        truncated = True
+                        continue
+                    nodes[mid] = mname
+                    nxt.append(mid)
+                edges[key] = None
+            if full:
+                break
+        frontier = sorted(nxt)
+    return Subgraph(
+        nodes=[Entity(id=i, name=n) for i, n in nodes.items()],
+        edges=[Edge(src=s, rel=r, dst=d) for s, r, d in edges],
+        truncated=truncated,
+    )

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import copy
+
+from talent_core.llm.context import candidate_view, generator_view, truncated_candidate_view
+from talent_core.llm.prompts import (
+    GENERATOR_SYSTEM,
+    RETRIEVER_SYSTEM,
+    generator_prompt,
+    is_llama2_style,
+    render_chat,
+    retriever_prompt,
+)
+from talent_core.llm.targets import generator_target, retriever_target
+from talent_core.models import OutOfCandidate, Selection
+from talent_core.retrieval.textualise import textualise
+
+
+def test_retriever_prompt_uses_chat_template(tiny_tok, candidate) -> None:
+    r = retriever_prompt(tiny_tok, "who directed [Titanic]", textualise(candidate))
+    assert r.answer_prefix == ""
+    assert r.prompt.startswith("<|im_start|>system\nYou are an entity retriever for KGQA.")
+    assert r.prompt.endswith("<|im_start|>assistant\n")
+    assert "Question:\nwho directed [Titanic]\n\nSubgraph (CSV between <DESC> tags):\n<DESC>\n" \
+        "node_id,node_attr\n0,titanic\n1,james cameron\n" in r.prompt
+    assert "Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators. Nothing else." \
+        in r.prompt
+    assert RETRIEVER_SYSTEM in r.prompt
+    assert "name1|name2|name3" in RETRIEVER_SYSTEM
+    assert "DO NOT output placeholders like A/B/C/unknown." in RETRIEVER_SYSTEM
+
+
+def test_llama2_form_without_template(tiny_tok) -> None:
+    tok = copy.deepcopy(tiny_tok)
+    tok.chat_template = None
+    assert is_llama2_style(tok)
+    r = render_chat(tok, "SYS", "USER")
+    assert r.prompt == f"{tok.bos_token}[INST] <<SYS>>\nSYS\n<</SYS>>\n\nUSER [/INST]"
+    assert r.answer_prefix == " "
+
+
+def test_llama2_form_by_model_name(tiny_tok) -> None:
+    assert is_llama2_style(tiny_tok, "meta-llama/Llama-2-7b-chat-hf")
+    assert not is_llama2_style(tiny_tok, "meta-llama/Meta-Llama-3-8B-Instruct")
+    r = generator_prompt(tiny_tok, "q?", "<DESC>\n</DESC>", model_name="llama-2-7b-chat")
+    assert r.prompt.endswith("Nothing else. [/INST]") and "<<SYS>>\n" + GENERATOR_SYSTEM in r.prompt
+
+
+def test_retriever_target_p_then_w(candidate) -> None:
+    t = retriever_target(candidate, ["Leonardo DiCaprio", "james cameron", "not in s"])
+    # P in the order of S, then W in the order of S; lowercase
+    assert t.text == "james cameron|leonardo dicaprio|titanic|1997|avatar|english"
+    assert t.positives == ["james cameron", "leonardo dicaprio"]
+    assert t.weak == ["titanic", "1997", "avatar", "english"]
+    for s in t.spans:
+        assert t.text[s.start:s.end] == s.name
+
+
+def test_retriever_target_dedups_and_cleans(candidate) -> None:
+    from talent_core.models import CandidateNode
+
+    candidate.nodes.append(CandidateNode(id="dup", name="TITANIC "))
+    candidate.nodes.append(CandidateNode(id="pipe", name="a|b\nc"))
+    t = retriever_target(candidate, [])
+    assert t.text.split("|").count("titanic") == 1
+    assert "a b c" in t.weak and "\n" not in t.text
+    assert t.positives == []
+
+
+def test_generator_target() -> None:
+    t = generator_target(["James Cameron", "james cameron", "Avatar "])
+    assert t.text == "james cameron|avatar"
+    assert all(s.cls == "P" for s in t.spans)
+
+
+def test_candidate_view_is_textualise(candidate) -> None:
+    assert candidate_view(candidate).csv() == textualise(candidate)
+
+
+def test_truncated_view_keeps_priority_and_ids(candidate) -> None:
+    view, restricted = truncated_candidate_view(candidate, 3)
+    # seeds first, then prize: titanic (seed), cameron, dicaprio
+    assert view.nodes == [("0", "titanic"), ("1", "james cameron"), ("2", "leonardo dicaprio")]
+    assert view.edges == [("0", "directed_by", "1"), ("0", "starred_actors", "2")]
+    assert view.dropped_nodes == 3 and view.dropped_edges == 3
+    assert [n.id for n in restricted.nodes] == ["m:titanic", "p:cameron", "p:dicaprio"]
+
+
+def test_generator_view_eq14(candidate) -> None:
+    sel = Selection(
+        selected=[candidate.nodes[4]],  # avatar
+        out_of_candidate=[OutOfCandidate(name="Kate Winslet", grounded=True, id="kg:k"),
+                          OutOfCandidate(name="Mars", grounded=False)],
+    )
+    view = generator_view(candidate, sel)
+    assert view.nodes == [("4", "avatar"), ("na1", "kate winslet"), ("na2", "mars")]
+    # every edge of S with at least one endpoint selected, endpoints not listed
+    assert view.edges == [("4", "directed_by", "1"), ("4", "in_language", "5")]
+    csv = view.csv()
+    assert csv.startswith("<DESC>\nnode_id,node_attr\n4,avatar\nna1,kate winslet\nna2,mars\n\n")
+    assert csv.endswith("src,edge_attr,dst\n4,directed_by,1\n4,in_language,5\n</DESC>")
+    with_ends = generator_view(candidate, sel, include_endpoints=True)
+    assert [r[0] for r in with_ends.nodes] == ["1", "4", "5", "na1", "na2"]
+    assert generator_view(candidate, None).csv() == textualise(candidate)
+
+
+def test_generator_view_edge_cap(candidate) -> None:
+    sel = Selection(selected=[candidate.nodes[0]])  # titanic: 3 edges
+    view = generator_view(candidate, sel, max_edges=2)
+    assert view.edges == [("0", "directed_by", "1"), ("0", "starred_actors", "2")]
+    assert view.dropped_edges == 1
