@@ -148,7 +148,7 @@ def ask_page() -> None:
 
 
 def load_page() -> None:
-    from loaders import FORMATS, load_file
+    from loaders.api import FORMATS, load_path
 
     st.title("Load data")
     fmt = st.selectbox("Format", list(FORMATS))
@@ -163,8 +163,8 @@ def load_page() -> None:
         pipe = get_pipeline("", "")
         try:
             with st.spinner(f"Loading {upload.name}…"):
-                report = load_file(path, fmt, store=pipe.store, on_error=on_error,
-                                   rejects=rejects)
+                report = load_path(path, fmt, store=pipe.store, on_error=on_error,
+                                   rejects=rejects, progress=False)
         except Exception as e:
             st.error(str(e))
             return

@@ -154,7 +154,7 @@ def attach_embeddings(kg: KG, embedder, tag: str) -> KG:
     return kg
 
 
-# --- a GraphStore-like facade over the CSR (what retrieve_local needs) --------------------------
+# --- a GraphStore-like facade over the CSR (what retrieve() reads) --------------------------
 
 
 class InMemoryGraph:
@@ -197,6 +197,9 @@ class InMemoryGraph:
                     seen.add(i)
                     out.append(self._entity(i))
         return out
+
+    def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
+        return [self._entity(i) for i in self._idx(ids)]
 
     def search_names(self, text: str, k: int) -> list[Entity]:
         return []  # no fulltext index in memory
@@ -314,17 +317,19 @@ def vector_topk_names(kg: KG, qvec: np.ndarray, k: int) -> list[str]:
 def evaluate(
     graph: InMemoryGraph,
     questions: Sequence[Question],
-    qvecs: np.ndarray,
+    encodings: Sequence,
     cfg,
+    embedder,
     *,
     baseline: bool = True,
 ) -> dict:
-    from talent_core.retrieval import retrieve_local
+    from talent_core.retrieval import retrieve
 
     rows, base_rows, timings = [], [], []
     truncated = 0
-    for q, v in zip(questions, qvecs, strict=True):
-        cand = retrieve_local(q.text, v, graph, cfg, topic_entities=q.topic)
+    for q, enc in zip(questions, encodings, strict=True):
+        v = enc.vector
+        cand = retrieve(q.text, graph, embedder, cfg, topic_entities=q.topic, encoding=enc)
         names = [n.name for n in cand.nodes]
         rows.append(retrieval_scores(names, q.answers))
         timings.append(cand.timings_ms)
@@ -367,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     from talent_core.embedding import get_embedder
-    from talent_core.retrieval import RetrievalConfig
+    from talent_core.retrieval import RetrievalConfig, question_encoding
 
     emb = get_embedder()
     t0 = time.perf_counter()
@@ -387,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: dict = {"dataset": args.dataset, "kg": {"entities": kg.n_nodes, "triples": kg.n_edges}}
     for split, (hop, qs) in splits.items():
-        qvecs = emb.encode([q.text for q in qs])
+        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
         expand = args.expand_hops or hop
         for rule in args.prizes:
             for k in args.k:
@@ -395,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     k_nodes=k, k_edges=k, hops=expand, prizes=rule, **extra
                 )
                 t1 = time.perf_counter()
-                r = evaluate(graph, qs, qvecs, cfg, baseline=not args.no_baseline)
+                r = evaluate(graph, qs, encs, cfg, emb, baseline=not args.no_baseline)
                 r["config"] = cfg.model_dump()
                 results.setdefault(split, {}).setdefault(rule, {})[f"k={k}"] = r
                 c = r["candidate"]

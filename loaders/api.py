@@ -38,7 +38,9 @@ def detect_format(path: str) -> str:
         return "triples"
     if not p.exists() and re.fullmatch(r"[\w.-]+/[\w.-]+", path):
         return "rog"  # a Hugging Face dataset name
-    raise LoadError(path, None, f"cannot tell the format from the name; pass --format {{{','.join(FORMATS)}}}")
+    raise LoadError(
+        path, None, f"cannot tell the format from the name; pass --format {{{','.join(FORMATS)}}}"
+    )
 
 
 def dataset_name(path: str, split: str | None = None) -> str:
@@ -83,7 +85,10 @@ def open_reader(
         except ValueError as e:
             raise LoadError(path, None, str(e)) from None
         return ExplaGraphsReader(
-            Path(path), concepts=concepts, delimiter=delim, max_line_length=mll  # type: ignore[arg-type]
+            Path(path),
+            concepts=concepts,
+            delimiter=delim,
+            max_line_length=mll,  # type: ignore[arg-type]
         )
     if format == "rog":
         return open_rog(path, split, max_line_length)

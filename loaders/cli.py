@@ -82,11 +82,15 @@ def _summary(r: LoadReport) -> str:
         f"  rows read {r.rows_read:,}  loaded {r.loaded:,}  duplicates {r.duplicates:,}  "
         f"rejected {r.rejected:,}  self-loops {r.self_loops:,}"
         + (f"  records {r.records:,}" if r.records else ""),
-        f"  new entities embedded {r.new_entities_embedded:,}  "
-        f"new relations embedded {r.new_relations_embedded:,}",
-        f"  {r.seconds:.1f} s (embedding {r.embed_seconds:.1f} s)  "
-        f"{r.triples_per_s:,.0f} triples/s, {r.triples_per_s_excl_embed:,.0f} excluding "
-        "embedding",
+        (
+            f"  new entities embedded {r.new_entities_embedded:,}  "
+            f"new relations embedded {r.new_relations_embedded:,}"
+        ),
+        (
+            f"  {r.seconds:.1f} s (embedding {r.embed_seconds:.1f} s)  "
+            f"{r.triples_per_s:,.0f} triples/s, {r.triples_per_s_excl_embed:,.0f} excluding "
+            "embedding"
+        ),
     ]
     if r.store_after is not None:
         s = r.store_after
@@ -144,7 +148,9 @@ def load(
     ] = None,
     dataset: Annotated[
         str | None,
-        typer.Option(help="rog/explagraphs: name of the questions file <data_dir>/questions/NAME.jsonl."),
+        typer.Option(
+            help="rog/explagraphs: name of the questions file <data_dir>/questions/NAME.jsonl."
+        ),
     ] = None,
     split: Annotated[
         str | None, typer.Option(help="rog from the Hugging Face Hub: the split [train].")

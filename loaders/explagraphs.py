@@ -66,7 +66,9 @@ def parse_graph(text: str) -> list[tuple[str, str, str]]:
                 "expected 'concept; relation; concept'"
             )
         if not all(parts):
-            raise GraphSyntaxError(f"triple {len(triples) + 1} {m.group(0).strip()!r} has an empty part")
+            raise GraphSyntaxError(
+                f"triple {len(triples) + 1} {m.group(0).strip()!r} has an empty part"
+            )
         triples.append((parts[0], parts[1], parts[2]))
         pos = m.end()
     return triples

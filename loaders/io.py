@@ -92,7 +92,7 @@ class LineSource:
         except UnicodeDecodeError as e:
             raise LineError(
                 self.line,
-                f"invalid UTF-8 at byte {e.start} of the line ({data[e.start:e.start + 4]!r})",
+                f"invalid UTF-8 at byte {e.start} of the line ({data[e.start : e.start + 4]!r})",
                 preview(data),
             ) from None
         self._record.append(text)
@@ -199,8 +199,9 @@ def iter_json_array(src: LineSource) -> Iterator[tuple[int, object | LineError]]
                         if eof
                         else f"JSON element longer than {src.max_line_length} bytes"
                     )
-                    yield buf_line + buf.count("\n", 0, e.pos), LineError(
-                        buf_line + buf.count("\n", 0, e.pos), why, preview(buf)
+                    yield (
+                        buf_line + buf.count("\n", 0, e.pos),
+                        LineError(buf_line + buf.count("\n", 0, e.pos), why, preview(buf)),
                     )
                     return
                 fill(max(_CHUNK, len(buf)))  # doubling keeps re-parsing linear overall

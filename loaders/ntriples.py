@@ -139,12 +139,13 @@ class NTriplesReader(TextFileReader):
         o, pos = self._term(text, pos, "object", allow_literal=True, allow_bnode=True)
         if pos >= len(text) or text[pos] != ".":
             raise NTriplesSyntaxError(
-                f"expected '.' after the object at column {pos + 1}, found "
-                f"{text[pos:pos + 20]!r}" if pos < len(text) else "missing final '.'"
+                f"expected '.' after the object at column {pos + 1}, found {text[pos : pos + 20]!r}"
+                if pos < len(text)
+                else "missing final '.'"
             )
         pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
         if pos < len(text) and text[pos] != "#":
-            raise NTriplesSyntaxError(f"unexpected text after '.': {text[pos:pos + 20]!r}")
+            raise NTriplesSyntaxError(f"unexpected text after '.': {text[pos : pos + 20]!r}")
         return s, p, o
 
     def _term(

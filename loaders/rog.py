@@ -255,4 +255,3 @@ def open_rog(path: str, split: str | None, max_line_length: int | None):
 def _looks_like_hub_name(s: str) -> bool:
     parts = s.split("/")
     return len(parts) == 2 and all(parts) and not s.endswith((".json", ".jsonl", ".parquet"))
-

@@ -56,3 +56,19 @@ def redisearch_query(text: str) -> str:
 
     Tokens are runs of letters/digits only, so no RediSearch syntax can get through."""
     return " | ".join(search_tokens(text))
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot be an entity id or a relation name, or None when it can.
+
+    Keys are stored verbatim but must be non-empty, without leading/trailing whitespace and
+    without NUL: FalkorDB's exact-match index trims surrounding whitespace (so `"ab "` would
+    MERGE into `"ab"`) and its query text ends at NUL. Both stores apply the same rule so
+    the GraphStore contract is one; loaders should reject or strip such keys first."""
+    if not key:
+        return "is empty"
+    if key != key.strip():
+        return "has leading or trailing whitespace"
+    if "\x00" in key:
+        return "contains a NUL character"
+    return None

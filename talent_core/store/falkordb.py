@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import redis
@@ -48,6 +48,16 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.store._common import (
+    check_keys,
+    check_names,
+    chunks,
+    last_per_key,
+    lookup_keys,
+    ordered_by_key,
+    query_vector,
+    raise_missing_endpoints,
+)
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement, statements
 from talent_core.store.expand import HopRow, expand, validate_caps
@@ -59,10 +69,11 @@ DIALECT = "falkordb"
 SOCKET_NAME = "falkordb.sock"
 PID_NAME = "falkordb.pid"
 LOG_NAME = "falkordb.log"
-LOCK_NAME = "falkordb.lock"
+LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
+WRITE_LOCK_NAME = "falkordb.write.lock"  # held around every write query
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux (104 on macOS)
-# The only DDL errors that mean "already there" (FalkorDB has no IF NOT EXISTS).
-_ALREADY = ("already indexed", "constraint already exists")
+# The only DDL error that means "already there" (FalkorDB has no IF NOT EXISTS).
+_ALREADY = ("already indexed",)
 _EMPTY_KEY = "empty key"  # any query on a graph key that does not exist yet
 
 
@@ -83,8 +94,8 @@ def _pid_alive(pid: int) -> bool:
 class EmbeddedServer:
     """One redis-server + FalkorDB module per data dir (see the module docstring)."""
 
-    _registry: dict[Path, EmbeddedServer] = {}
-    _registry_lock = threading.Lock()
+    _registry: ClassVar[dict[Path, EmbeddedServer]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, data_dir: Path, start_timeout: float = 300.0):
         self.data_dir = Path(data_dir).expanduser().resolve()
@@ -226,6 +237,21 @@ class EmbeddedServer:
             atexit.register(self.stop)
             self._atexit_registered = True
 
+    @contextlib.contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Exclusive across every thread and process writing to this data dir.
+
+        FalkorDB runs the matching part of concurrent write queries in parallel: two writers
+        MERGE-ing the same relationship can both create it (seen in tests). All writes of
+        the stores go through this flock, so MERGE stays exact with several writers."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.data_dir / WRITE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh open file description: threads exclude too
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
     def _lock_free(self) -> bool:
         fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -340,11 +366,6 @@ def _render_rows(fields: Sequence[tuple[str, Sequence[str]]], vectors: np.ndarra
     return _Literal("[" + ",".join(out) + "]")
 
 
-def _chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
-
-
 class FalkorDBStore:
     """GraphStore on the embedded FalkorDB of `data_dir`, graph key `graph`.
 
@@ -406,7 +427,8 @@ class FalkorDBStore:
 
     def _write(self, name: str, params: dict[str, Any] | None = None) -> Any:
         q = statement(name, DIALECT)
-        return self._call(lambda g: g.query(q, params))
+        with self.server.write_lock():
+            return self._call(lambda g: g.query(q, params))
 
     def _read(self, name: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         return self._read_text(statement(name, DIALECT), params)
@@ -436,17 +458,8 @@ class FalkorDBStore:
         self._check_dimension(dimension)
         for q in statements("schema", DIALECT):
             try:
-                self._call(lambda g, q=q: g.query(q, {"dimension": dimension}))
-            except redis.ResponseError as e:
-                if not any(s in str(e).lower() for s in _ALREADY):
-                    raise
-        # Uniqueness constraints are a server command, not Cypher, in FalkorDB; they need
-        # the range indexes created above.
-        for label, prop in (("Entity", "id"), ("Relation", "name")):
-            cmd = ("GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label,
-                   "PROPERTIES", 1, prop)  # fmt: skip
-            try:
-                self._call(lambda g, cmd=cmd: g.execute_command(*cmd))
+                with self.server.write_lock():
+                    self._call(lambda g, q=q: g.query(q, {"dimension": dimension}))
             except redis.ResponseError as e:
                 if not any(s in str(e).lower() for s in _ALREADY):
                     raise
@@ -466,8 +479,8 @@ class FalkorDBStore:
         deadline = time.monotonic() + self.index_timeout
         while True:
             pending = [
-                f"{kind} {label}: {status}"
-                for kind, label, status in self._read("schema_status")
+                f"{label}: {status}"
+                for label, status in self._read("schema_status")
                 if status != "OPERATIONAL"
             ]
             if not pending:
@@ -480,13 +493,15 @@ class FalkorDBStore:
 
     # --- writes ----------------------------------------------------------------------------
     def upsert_entities(self, rows: Sequence[tuple[str, str, Vector]]) -> None:
-        rows = _last_per_key(rows)
+        rows = last_per_key(rows)
+        check_keys("entity id", (r[0] for r in rows))
+        check_names("entity", (r[1] for r in rows))
         with_vec = [r for r in rows if r[2] is not None]
         without = [r for r in rows if r[2] is None]
-        for chunk in _chunks(without, self.batch_size):
+        for chunk in chunks(without, self.batch_size):
             data = [{"id": i, "name": n, "name_lc": normalise_name(n)} for i, n, _ in chunk]
             self._write("upsert_entity_names", {"rows": data})
-        for chunk in _chunks(with_vec, self.vector_batch_size):
+        for chunk in chunks(with_vec, self.vector_batch_size):
             ids = [r[0] for r in chunk]
             names = [r[1] for r in chunk]
             vecs = self._checked(_vectors([r[2] for r in chunk], "entity", ids))
@@ -497,12 +512,13 @@ class FalkorDBStore:
             self._write("upsert_entities", {"rows": lit})
 
     def upsert_relations(self, rows: Sequence[tuple[str, Vector]]) -> None:
-        rows = _last_per_key(rows)
+        rows = last_per_key(rows)
+        check_keys("relation name", (r[0] for r in rows))
         with_vec = [r for r in rows if r[1] is not None]
         without = [{"name": r[0]} for r in rows if r[1] is None]
-        for chunk in _chunks(without, self.batch_size):
+        for chunk in chunks(without, self.batch_size):
             self._write("upsert_relation_names", {"rows": list(chunk)})
-        for chunk in _chunks(with_vec, self.vector_batch_size):
+        for chunk in chunks(with_vec, self.vector_batch_size):
             names = [r[0] for r in chunk]
             vecs = self._checked(_vectors([r[1] for r in chunk], "relation", names))
             self._write("upsert_relations", {"rows": _render_rows([("name", names)], vecs)})
@@ -522,21 +538,23 @@ class FalkorDBStore:
         # Duplicates go first: FalkorDB's MERGE emits one row for a pattern created twice in
         # one query, which would break the endpoint check below.
         edges = list({(e.src, e.rel, e.dst): e for e in edges}.values())
-        for chunk in _chunks(edges, self.batch_size):
+        check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
+        check_keys("relation name", (e.rel for e in edges))
+        for chunk in chunks(edges, self.batch_size):
             data = [{"h": e.src, "rel": e.rel, "t": e.dst} for e in chunk]
             written = self._write("upsert_triples", {"rows": data}).result_set[0][0]
             if written < len(data):
-                _raise_missing(self, chunk)
+                raise_missing_endpoints(self, chunk)
 
     def existing_entities(self, ids: Sequence[str]) -> set[str]:
         out: set[str] = set()
-        for chunk in _chunks(list(ids), self.batch_size):
+        for chunk in chunks(lookup_keys(ids), self.batch_size):
             out.update(r[0] for r in self._read("existing_entities", {"ids": list(chunk)}))
         return out
 
     def existing_relations(self, names: Sequence[str]) -> set[str]:
         out: set[str] = set()
-        for chunk in _chunks(list(names), self.batch_size):
+        for chunk in chunks(lookup_keys(names), self.batch_size):
             out.update(r[0] for r in self._read("existing_relations", {"names": list(chunk)}))
         return out
 
@@ -544,24 +562,29 @@ class FalkorDBStore:
     def top_entities(self, vector: Vector, k: int) -> list[ScoredEntity]:
         if k < 1:
             return []
-        rows = self._read("top_entities", {"k": int(k), "vector": _query_vector(vector)})
+        rows = self._read("top_entities", self._topk_params(k, vector))
         return [ScoredEntity(entity=Entity(id=i, name=n), score=float(s)) for i, n, s in rows]
 
     def top_relations(self, vector: Vector, k: int) -> list[ScoredRelation]:
         if k < 1:
             return []
-        rows = self._read("top_relations", {"k": int(k), "vector": _query_vector(vector)})
+        rows = self._read("top_relations", self._topk_params(k, vector))
         return [ScoredRelation(name=n, score=float(s)) for n, s in rows]
 
+    @staticmethod
+    def _topk_params(k: int, vector: Vector) -> dict[str, Any]:
+        # 2k + 10 candidates: room for stale HNSW entries (see cypher/falkordb/top_entities)
+        return {"k": int(k), "fetch": 2 * int(k) + 10, "vector": query_vector(vector)}
+
     def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
-        keys = list(dict.fromkeys(normalise_name(n) for n in names))
+        keys = lookup_keys(normalise_name(n) for n in names)
         rows = self._read("entities_by_name", {"names": keys}) if keys else []
-        return _ordered_by_key(rows, keys)
+        return ordered_by_key(rows, keys)
 
     def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
-        uniq = list(dict.fromkeys(ids))
+        uniq = lookup_keys(ids)
         found: dict[str, Entity] = {}
-        for chunk in _chunks(uniq, self.batch_size):
+        for chunk in chunks(uniq, self.batch_size):
             for i, n in self._read("entities_by_id", {"ids": list(chunk)}):
                 found[i] = Entity(id=i, name=n)
         return [found[i] for i in uniq if i in found]
@@ -595,7 +618,7 @@ class FalkorDBStore:
         if not ids:
             return {}
         rows = self._read(
-            "entity_similarity", {"ids": list(dict.fromkeys(ids)), "vector": _query_vector(vector)}
+            "entity_similarity", {"ids": lookup_keys(ids), "vector": query_vector(vector)}
         )
         return {i: float(s) for i, s in rows if s is not None and not math.isnan(s)}
 
@@ -604,7 +627,7 @@ class FalkorDBStore:
             return {}
         rows = self._read(
             "relation_similarity",
-            {"names": list(dict.fromkeys(names)), "vector": _query_vector(vector)},
+            {"names": lookup_keys(names), "vector": query_vector(vector)},
         )
         return {n: float(s) for n, s in rows if s is not None and not math.isnan(s)}
 
@@ -631,39 +654,6 @@ class FalkorDBStore:
                 if _EMPTY_KEY not in str(e).lower():
                     raise
 
-        self._call(delete)
+        with self.server.write_lock():
+            self._call(delete)
         self._dimension = None
-
-
-def _query_vector(vector: Vector) -> list[float]:
-    arr = np.asarray(vector, dtype=np.float64).ravel()
-    if arr.size == 0 or not np.isfinite(arr).all():
-        raise ValueError("query vector must be non-empty and finite")
-    return arr.tolist()
-
-
-def _last_per_key(rows: Sequence[Any]) -> list[Any]:
-    """Rows deduplicated on their first field, the last occurrence winning."""
-    return list({r[0]: r for r in rows}.values())
-
-
-def _ordered_by_key(rows: list[list[Any]], keys: list[str]) -> list[Entity]:
-    """Rows (key, id, name) -> entities in the order of `keys`, then by id; each id once."""
-    rank = {k: i for i, k in enumerate(keys)}
-    seen: set[str] = set()
-    out: list[Entity] = []
-    for _, i, n in sorted(rows, key=lambda r: (rank.get(r[0], len(rank)), r[1])):
-        if i not in seen:
-            seen.add(i)
-            out.append(Entity(id=i, name=n))
-    return out
-
-
-def _raise_missing(store: Any, chunk: Sequence[Edge]) -> None:
-    ids = list(dict.fromkeys(x for e in chunk for x in (e.src, e.dst)))
-    present = {e.id for e in store.entities_by_id(ids)}
-    missing = [i for i in ids if i not in present]
-    raise ValueError(
-        f"{len(missing)} entity id(s) referenced by triples are not stored (upsert entities "
-        f"before triples), e.g. {missing[:5]!r}; the other triples of the batch were written"
-    )

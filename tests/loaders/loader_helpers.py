@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
 from talent_core.models import Edge, StoreStats
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,4 +106,5 @@ def run_cli(args: list[str], data_dir: Path, timeout: float = 120, **extra: str)
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,  # callers assert on the exit code
     )

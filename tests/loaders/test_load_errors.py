@@ -133,7 +133,9 @@ def test_bad_utf8(fake_store, tmp_path):
 
 
 def test_overlong_line(fake_store, tmp_path):
-    with pytest.raises(LoadError, match=r"overlong_line.txt:2: line longer than the maximum of 1000"):
+    with pytest.raises(
+        LoadError, match=r"overlong_line.txt:2: line longer than the maximum of 1000"
+    ):
         load(BAD / "overlong_line.txt", "metaqa", fake_store, tmp_path, max_line_length=1000)
     rej = tmp_path / "rej.jsonl"
     rep = load(
@@ -180,7 +182,9 @@ def test_empty_names(fake_store, tmp_path):
     with pytest.raises(LoadError, match=r"empty_names.txt:2: empty head"):
         load(BAD / "empty_names.txt", "metaqa", fake_store, tmp_path)
     rej = tmp_path / "rej.jsonl"
-    rep = load(BAD / "empty_names.txt", "metaqa", fake_store, tmp_path, on_error="skip", rejects=rej)
+    rep = load(
+        BAD / "empty_names.txt", "metaqa", fake_store, tmp_path, on_error="skip", rejects=rej
+    )
     assert [(r["line"], r["reason"]) for r in rejects_of(rej)] == [
         (2, "empty head"),
         (3, "empty relation"),

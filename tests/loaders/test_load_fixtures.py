@@ -3,6 +3,7 @@ independently of tests/fixtures/build_fixtures.py)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import defaultdict
@@ -43,7 +44,7 @@ def test_metaqa_answers_follow_from_kb():
             words = qtype.split("_to_")
             assert len(words) == hop + 1
             frontier = {topic}
-            for a, b in zip(words, words[1:], strict=False):
+            for a, b in itertools.pairwise(words):
                 rel, d = REL[(a, b)]
                 idx = fwd if d == "f" else bwd
                 frontier = set().union(*(idx[(x, rel)] for x in frontier))

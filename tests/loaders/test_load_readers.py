@@ -67,7 +67,8 @@ def test_json_array_streaming_reports_element_lines(tmp_path: Path):
 
 def test_metaqa_fixture_rows():
     got = rows(MetaQAReader(FIXTURES / "metaqa" / "kb.txt"))
-    assert len(got) == sum(1 for _ in open(FIXTURES / "metaqa" / "kb.txt", encoding="utf-8"))
+    text = (FIXTURES / "metaqa" / "kb.txt").read_text(encoding="utf-8")
+    assert len(got) == text.count("\n")
     first = got[0]
     assert (first.line, first.head, first.relation, first.tail) == (
         1,
@@ -173,14 +174,14 @@ def test_ntriples_fixture_terms():
     assert de.tail == '"Der Blade Runner"@de'
     amelie = [r for r in got if r.head.endswith("Am%C3%A9lie")]
     assert {r.head_name for r in amelie} == {"Amélie"}  # percent-decoded local name
-    quote = [r for r in amelie if r.relation == "quote"][0]
+    quote = next(r for r in amelie if r.relation == "quote")
     assert quote.tail_name == 'She said "Times are hard for dreamers."\tThe end.\\n'
-    label = [r for r in amelie if r.relation == "label"][0]
+    label = next(r for r in amelie if r.relation == "label")
     assert label.tail_name == "Le Fabuleux Destin d'Amélie Poulain"
-    assert [r for r in amelie if r.relation == "mood"][0].tail_name == "\U0001f3ac whimsical"
+    assert next(r for r in amelie if r.relation == "mood").tail_name == "\U0001f3ac whimsical"
     book = by[("Do Androids Dream of Electric Sheep?", "author", "Philip K. Dick")]
     assert book.head.endswith("Sheep%3F")
-    nom = [r for r in got if r.relation == "award"][0]
+    nom = next(r for r in got if r.relation == "award")
     assert nom.head == "_:sample:nom1" and nom.head_name == "nom1"
     assert by[("Blade Runner", "nomination", "nom1")].tail == "_:sample:nom1"
     # `<s><p><o>.` without spaces is valid N-Triples
@@ -291,7 +292,9 @@ def test_explagraphs_examples_are_namespaced():
     rs = [i for i in got if isinstance(i, Row)]
     assert len(recs) == 10
     quoted = recs[5].data
-    assert quoted["arg2"] == 'Uniforms stop students from expressing themselves, a "right" they have.'
+    assert (
+        quoted["arg2"] == 'Uniforms stop students from expressing themselves, a "right" they have.'
+    )
     assert quoted["label"] == "counter" and quoted["answer"] == ["counter"]
     assert quoted["graph"][0] == ["uniforms", "not capable of", "self expression"]
     eid = example_id(quoted["arg1"], quoted["arg2"])

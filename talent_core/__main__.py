@@ -1,0 +1,3 @@
+from talent_core.cli import app
+
+app()

@@ -1,0 +1,357 @@
+"""`talent`: the one CLI. The UI and the evaluation call the same Pipeline.
+
+  talent load PATH --format ...     bulk load (loaders/)
+  talent stats [--json]
+  talent retrieve "Q" [--json]      candidate subgraph S; or --questions FILE for many
+  talent ask "Q" [--retriever DIR] [--generator DIR] [--no-retriever] [--json]
+  talent train retriever|generator  LoRA training (talent_core/llm)
+  talent examples FILE              candidate subgraphs + gold answers -> training JSONL
+  talent eval FILE                  retrieval and QA metrics over a question file
+  talent app | demo                 the Streamlit UI (demo: load the bundled sample KG first)
+"""
+
+from __future__ import annotations
+
+import json as _json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from loaders.cli import load as _load_cmd
+from loaders.cli import stats as _stats_cmd
+from talent_core.llm import cli as _llm_cli
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.command("load")(_load_cmd)
+app.command("stats")(_stats_cmd)
+
+train_app = typer.Typer(no_args_is_help=True, help="LoRA training of the LLM retriever / generator.")
+train_app.command("retriever")(_llm_cli.train_retriever)
+train_app.command("generator")(_llm_cli.train_generator)
+app.add_typer(train_app, name="train")
+app.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_KG = REPO / "tests" / "fixtures" / "rog" / "webqsp_toy.jsonl"
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _fail(msg: str) -> typer.Exit:
+    typer.echo(f"error: {msg}", err=True)
+    return typer.Exit(code=2)
+
+
+# shared retrieval options --------------------------------------------------------------
+KNodes = Annotated[int, typer.Option("--k-nodes", min=1, help="top-k_v nodes get prizes")]
+KEdges = Annotated[int, typer.Option("--k-edges", min=1, help="top-k_e edges get prizes")]
+Hops = Annotated[int, typer.Option("--hops", min=1, max=3, help="neighbourhood hops")]
+EdgeCost = Annotated[float, typer.Option("--edge-cost", min=0.0, help="PCST edge cost c")]
+Fanout = Annotated[int, typer.Option("--fanout", min=1, help="edges followed per node and hop")]
+PrizeRule = Annotated[str, typer.Option("--prizes", help="'default' or 'paper' (G-Retriever)")]
+Topic = Annotated[
+    list[str] | None, typer.Option("--topic", help="topic entity name (repeatable)")
+]
+
+
+def _retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout, prizes) -> dict:
+    from talent_core.retrieval import RetrievalConfig
+
+    defaults = RetrievalConfig()
+    values = dict(k_nodes=k_nodes, k_edges=k_edges, hops=hops, edge_cost=edge_cost,
+                  fanout=fanout, prizes=prizes)
+    unknown = [k for k in values if k not in type(defaults).model_fields]
+    if unknown:  # pragma: no cover - guards a drift between CLI and config
+        raise RuntimeError(f"RetrievalConfig lacks {unknown}")
+    try:
+        return RetrievalConfig(**{k: v for k, v in values.items() if v is not None}).model_dump()
+    except ValueError as e:
+        raise _fail(str(e)) from None
+
+
+def candidate_json(candidate) -> dict:
+    """The `talent retrieve --json` shape."""
+    return {
+        "seeds": [s.model_dump() for s in candidate.seeds],
+        "nodes": [
+            {"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed} for n in candidate.nodes
+        ],
+        "edges": [
+            {"src": e.src, "rel": e.rel, "dst": e.dst, "prize": e.prize} for e in candidate.edges
+        ],
+        "truncated": candidate.truncated,
+        "timings_ms": candidate.timings_ms,
+    }
+
+
+@app.command()
+def retrieve(
+    question: Annotated[str | None, typer.Argument(help="the question")] = None,
+    questions: Annotated[
+        Path | None, typer.Option("--questions", help="a question file: one JSON line each")
+    ] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    k_nodes: KNodes = None,
+    k_edges: KEdges = None,
+    hops: Hops = None,
+    edge_cost: EdgeCost = None,
+    fanout: Fanout = None,
+    prizes: PrizeRule = None,
+    topic: Topic = None,
+    json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    verbose: Annotated[bool, typer.Option("-v")] = False,
+) -> None:
+    """Candidate subgraph S for a question (or every question of --questions FILE)."""
+    from talent_core.pipeline import Pipeline
+    from talent_core.questions import QuestionFileError, read_questions
+    from talent_core.retrieval import RetrievalConfig
+
+    _logging(verbose)
+    if (question is None) == (questions is None):
+        raise _fail("give either a QUESTION or --questions FILE")
+    if fmt not in (None, "metaqa", "rog"):
+        raise _fail(f"--format must be metaqa or rog, not {fmt!r}")
+    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
+                                                    prizes))
+    pipe = Pipeline(retrieval=config)
+    try:
+        if question is not None:
+            cand = pipe.retrieve(question, topic or None)
+            if json:
+                typer.echo(_json.dumps(candidate_json(cand), ensure_ascii=False))
+            else:
+                _print_candidate(cand)
+            return
+        try:
+            for rec in read_questions(questions, fmt, limit):
+                cand = pipe.retrieve(rec.question, rec.topic_entities or None)
+                out = {"id": rec.id, "question": rec.question, "answers": rec.answers,
+                       **candidate_json(cand)}
+                typer.echo(_json.dumps(out, ensure_ascii=False))
+        except QuestionFileError as e:
+            raise _fail(str(e)) from None
+    finally:
+        pipe.close()
+
+
+def _print_candidate(cand) -> None:
+    names = {n.id: n.name for n in cand.nodes}
+    seeds = ", ".join(f"{s.name} ({'+'.join(s.sources)})" for s in cand.seeds)
+    typer.echo(f"seeds: {seeds}")
+    typer.echo(f"S: {len(cand.nodes)} nodes, {len(cand.edges)} edges"
+               + (" (neighbourhood truncated by a cap)" if cand.truncated else ""))
+    for e in cand.edges:
+        typer.echo(f"  {names.get(e.src, e.src)} --{e.rel}--> {names.get(e.dst, e.dst)}")
+    isolated = names.keys() - {e.src for e in cand.edges} - {e.dst for e in cand.edges}
+    for i in isolated:
+        typer.echo(f"  {names[i]}")
+    typer.echo("timings_ms: " + ", ".join(f"{k}={v:.1f}" for k, v in cand.timings_ms.items()))
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question")],
+    retriever: Annotated[
+        Path | None, typer.Option("--retriever", help="retriever adapter dir (none: frozen)")
+    ] = None,
+    generator: Annotated[Path | None, typer.Option("--generator", help="generator adapter dir")] = None,
+    no_retriever: Annotated[
+        bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
+    ] = False,
+    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    k_nodes: KNodes = None,
+    k_edges: KEdges = None,
+    hops: Hops = None,
+    edge_cost: EdgeCost = None,
+    fanout: Fanout = None,
+    prizes: PrizeRule = None,
+    topic: Topic = None,
+    json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    verbose: Annotated[bool, typer.Option("-v")] = False,
+) -> None:
+    """Answer a question with the full pipeline and show its evidence."""
+    from talent_core.pipeline import Pipeline
+    from talent_core.retrieval import RetrievalConfig
+
+    _logging(verbose)
+    for d in (retriever, generator):
+        if d is not None and not d.is_dir():
+            raise _fail(f"{d}: not an adapter directory")
+    if no_retriever and retriever is not None:
+        raise _fail("--no-retriever and --retriever exclude each other")
+    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
+                                                    prizes))
+    pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
+                    base_model=base_model)
+    try:
+        ans = pipe.ask(question, topic or None, mode="no-retriever" if no_retriever else "full")
+    finally:
+        pipe.close()
+    out = answer_json(ans)
+    if json:
+        typer.echo(_json.dumps(out, ensure_ascii=False))
+        return
+    typer.echo("answer: " + (" | ".join(ans.answer) or "(none)"))
+    typer.echo(f"candidate: {len(out['candidate'])} nodes; selected: "
+               + ", ".join(n["name"] for n in out["selected"]))
+    for o in out["out_of_candidate"]:
+        typer.echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+
+
+def answer_json(ans) -> dict:
+    """The `talent ask --json` shape."""
+    names = {n.id: n.name for n in ans.candidate.nodes}
+    sel = ans.selection
+    return {
+        "question": ans.question,
+        "answer": ans.answer,
+        "raw": ans.raw,
+        "candidate": [{"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed}
+                      for n in ans.candidate.nodes],
+        "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
+        "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
+        "edges": [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
+                  for e in ans.edges],
+        "timings_ms": ans.timings_ms,
+    }
+
+
+@app.command()
+def examples(
+    questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="training JSONL to write")],
+    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    k_nodes: KNodes = None,
+    k_edges: KEdges = None,
+    hops: Hops = None,
+    edge_cost: EdgeCost = None,
+    fanout: Fanout = None,
+    prizes: PrizeRule = None,
+    verbose: Annotated[bool, typer.Option("-v")] = False,
+) -> None:
+    """Candidate subgraphs S + gold answers -> training examples for `talent train`."""
+    from tqdm import tqdm
+
+    from talent_core.llm.data import TrainingExample, write_examples
+    from talent_core.pipeline import Pipeline
+    from talent_core.questions import QuestionFileError, read_questions
+    from talent_core.retrieval import RetrievalConfig
+
+    _logging(verbose)
+    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
+                                                    prizes))
+    pipe = Pipeline(retrieval=config)
+    try:
+        recs = list(read_questions(questions, fmt, limit))
+        out = []
+        for rec in tqdm(recs, desc="retrieve", unit="q"):
+            cand = pipe.retrieve(rec.question, rec.topic_entities or None)
+            out.append(TrainingExample(id=rec.id, question=rec.question, candidate=cand,
+                                       answers=rec.answers))
+        n = write_examples(output, out)
+    except QuestionFileError as e:
+        raise _fail(str(e)) from None
+    finally:
+        pipe.close()
+    typer.echo(_json.dumps({"examples": n, "output": str(output)}))
+
+
+@app.command("eval")
+def eval_cmd(
+    questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
+    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
+    retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
+    generator: Annotated[Path | None, typer.Option("--generator")] = None,
+    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
+    k_nodes: KNodes = None,
+    k_edges: KEdges = None,
+    hops: Hops = None,
+    edge_cost: EdgeCost = None,
+    fanout: Fanout = None,
+    prizes: PrizeRule = None,
+    rows_out: Annotated[Path | None, typer.Option("--rows", help="per-question JSONL")] = None,
+    verbose: Annotated[bool, typer.Option("-v")] = False,
+) -> None:
+    """Retrieval metrics of S (and of the LLM retriever's V-hat) and QA Hit@1."""
+    import itertools
+
+    from talent_core.evaluate import evaluate
+    from talent_core.llm.data import write_jsonl
+    from talent_core.pipeline import Pipeline
+    from talent_core.questions import QuestionFileError, read_questions
+    from talent_core.retrieval import RetrievalConfig
+
+    _logging(verbose)
+    if mode not in ("retrieval", "full", "no-retriever"):
+        raise _fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
+    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
+                                                    prizes))
+    pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
+                    base_model=base_model)
+    try:
+        recs = itertools.islice(read_questions(questions, fmt), offset,
+                                offset + limit if limit else None)
+        summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
+    except QuestionFileError as e:
+        raise _fail(str(e)) from None
+    finally:
+        pipe.close()
+    if rows_out:
+        write_jsonl(rows_out, rows)
+    typer.echo(_json.dumps(summary))
+
+
+@app.command("app")
+def run_app(
+    port: Annotated[int, typer.Option(help="port")] = 8501,
+    address: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+) -> None:
+    """Start the Streamlit UI."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
+           "--server.port", str(port), "--server.address", address,
+           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+
+
+@app.command()
+def demo(
+    port: Annotated[int, typer.Option(help="port")] = 8501,
+    address: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    no_app: Annotated[bool, typer.Option("--no-app", help="load only; do not start the UI")] = False,
+) -> None:
+    """Load the bundled sample KG (Freebase-shaped toy graph) if the store is empty, then
+    start the UI."""
+    from loaders.api import load_path
+    from talent_core.store import open_store
+
+    _logging(True)
+    store = open_store()
+    try:
+        if store.stats().triples == 0:
+            report = load_path(str(SAMPLE_KG), "rog", store=store)
+            typer.echo(f"loaded the sample KG {SAMPLE_KG.name}: {report.model_dump_json()}")
+        typer.echo(_json.dumps(store.stats().model_dump()))
+    finally:
+        store.close()
+    if not no_app:
+        run_app(port=port, address=address)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,77 @@
+"""Evaluation over a question file: the same Pipeline the CLI and UI use.
+
+Per question: the candidate S (node names) and, with a language model, the retriever's
+output V-hat (selected names of S plus out-of-candidate names) and the generator's answers.
+Metrics (talent_core.metrics): Hit/Recall/Precision/F1/size of S and of V-hat against the
+gold answers, and Hit@1 of the generated answers. Macro averages over questions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from tqdm import tqdm
+
+from talent_core.metrics import hit_at_1, macro_average, retrieval_scores
+from talent_core.models import Answer
+from talent_core.pipeline import Mode, Pipeline
+from talent_core.questions import QARecord
+
+log = logging.getLogger(__name__)
+
+
+def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
+    """One row: what was retrieved/selected/answered and its scores (pure)."""
+    cand_names = [n.name for n in ans.candidate.nodes]
+    row: dict[str, Any] = {
+        "id": rec.id,
+        "question": rec.question,
+        "gold": rec.answers,
+        "candidate": retrieval_scores(cand_names, rec.answers).as_dict(),
+        "truncated": ans.candidate.truncated,
+        "timings_ms": ans.timings_ms,
+    }
+    if ans.selection is not None:
+        sel = ans.selection
+        in_s = [n.name for n in sel.selected]
+        outside = [o.name for o in sel.out_of_candidate]
+        row["selected"] = retrieval_scores(in_s + outside, rec.answers).as_dict()
+        row["selected_in_s"] = retrieval_scores(in_s, rec.answers).as_dict()
+        row["out_of_candidate"] = [o.model_dump() for o in sel.out_of_candidate]
+    if ans.raw or ans.answer:
+        row["answer"] = ans.answer
+        row["hit@1"] = hit_at_1(ans.answer, rec.answers)
+    return row
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Macro averages over rows (pure)."""
+    out: dict[str, Any] = {"n": len(rows)}
+    for key in ("candidate", "selected", "selected_in_s"):
+        scored = [r[key] for r in rows if key in r]
+        if scored:
+            out[key] = macro_average(scored)
+    qa = [r["hit@1"] for r in rows if "hit@1" in r]
+    if qa:
+        out["hit@1"] = sum(qa) / len(qa)
+    ooc = [r["out_of_candidate"] for r in rows if "out_of_candidate" in r]
+    if ooc:
+        names = [o for lst in ooc for o in lst]
+        out["out_of_candidate_per_question"] = len(names) / len(ooc)
+        out["out_of_candidate_grounded"] = (
+            sum(o["grounded"] for o in names) / len(names) if names else 0.0
+        )
+    out["truncated"] = sum(bool(r["truncated"]) for r in rows)
+    return out
+
+
+def evaluate(
+    pipe: Pipeline, records: Iterable[QARecord], mode: Mode = "full", progress: bool = True
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rows = []
+    for rec in tqdm(list(records), desc=f"eval ({mode})", disable=not progress, unit="q"):
+        ans = pipe.ask(rec.question, rec.topic_entities or None, mode=mode)
+        rows.append(score_answer(rec, ans))
+    return summarise(rows), rows

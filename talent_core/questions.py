@@ -1,0 +1,113 @@
+"""Question files with gold answers, for retrieval, training and evaluation.
+
+Formats:
+  metaqa  `question<TAB>answer1|answer2|...`, the topic entity in [brackets]
+  rog     RoG / G-Retriever records (jsonl or json list): id, question, answer[],
+          q_entity[], a_entity[] (graph ignored here; `talent load --format rog` loads it)
+Bad lines raise `QuestionFileError` naming file:line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+QuestionFormat = Literal["metaqa", "rog"]
+_BRACKET = re.compile(r"\[([^\[\]]+)\]")
+
+
+class QARecord(BaseModel):
+    id: str
+    question: str  # as shown to models: MetaQA brackets removed
+    answers: list[str] = Field(default_factory=list)
+    topic_entities: list[str] = Field(default_factory=list)
+    answer_entities: list[str] = Field(default_factory=list)  # RoG a_entity (in-graph answers)
+
+
+class QuestionFileError(ValueError):
+    pass
+
+
+def detect_question_format(path: Path) -> QuestionFormat:
+    return "rog" if path.suffix.lower() in {".jsonl", ".json"} else "metaqa"
+
+
+def read_questions(
+    path: Path | str, fmt: QuestionFormat | None = None, limit: int | None = None
+) -> Iterator[QARecord]:
+    path = Path(path)
+    if not path.is_file():
+        raise QuestionFileError(f"{path}: no such file")
+    fmt = fmt or detect_question_format(path)
+    reader = _metaqa if fmt == "metaqa" else _rog
+    for n, rec in enumerate(reader(path)):
+        if limit is not None and n >= limit:
+            return
+        yield rec
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise QuestionFileError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
+            if line.strip():
+                yield lineno, line
+
+
+def _metaqa(path: Path) -> Iterator[QARecord]:
+    for lineno, line in _lines(path):
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise QuestionFileError(
+                f"{path}:{lineno}: expected 'question<TAB>answer1|answer2', "
+                f"got {len(parts)} tab-separated fields"
+            )
+        question, answers = parts
+        topics = _BRACKET.findall(question)
+        yield QARecord(
+            id=f"{path.stem}:{lineno}",
+            question=_BRACKET.sub(lambda m: m.group(1), question).strip(),
+            answers=[a.strip() for a in answers.split("|") if a.strip()],
+            topic_entities=[t.strip() for t in topics],
+        )
+
+
+def _rog(path: Path) -> Iterator[QARecord]:
+    def convert(obj: object, where: str) -> QARecord:
+        if not isinstance(obj, dict) or "question" not in obj:
+            raise QuestionFileError(f"{where}: expected a record with a 'question' field")
+        try:
+            return QARecord(
+                id=str(obj.get("id", where)),
+                question=str(obj["question"]),
+                answers=[str(a) for a in obj.get("answer") or []],
+                topic_entities=[str(a) for a in obj.get("q_entity") or []],
+                answer_entities=[str(a) for a in obj.get("a_entity") or []],
+            )
+        except (TypeError, ValueError) as e:
+            raise QuestionFileError(f"{where}: {e}") from None
+
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise QuestionFileError(f"{path}: not a JSON list of records ({e})") from None
+        if not isinstance(data, list):
+            raise QuestionFileError(f"{path}: expected a JSON list of records")
+        for i, obj in enumerate(data):
+            yield convert(obj, f"{path}[{i}]")
+        return
+    for lineno, line in _lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise QuestionFileError(f"{path}:{lineno}: invalid JSON ({e.msg})") from None
+        yield convert(obj, f"{path}:{lineno}")

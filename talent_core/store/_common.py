@@ -1,0 +1,70 @@
+"""Helpers shared by the two GraphStore implementations (pure, no Cypher)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from talent_core.models import Edge, Entity
+from talent_core.store.base import Vector
+from talent_core.text import key_problem
+
+
+def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(seq), size):
+        yield seq[i : i + size]
+
+
+def query_vector(vector: Vector) -> list[float]:
+    arr = np.asarray(vector, dtype=np.float64).ravel()
+    if arr.size == 0 or not np.isfinite(arr).all():
+        raise ValueError("query vector must be non-empty and finite")
+    return arr.tolist()
+
+
+def last_per_key(rows: Sequence[Any]) -> list[Any]:
+    """Rows deduplicated on their first field, the last occurrence winning."""
+    return list({r[0]: r for r in rows}.values())
+
+
+def ordered_by_key(rows: list[list[Any]], keys: list[str]) -> list[Entity]:
+    """Rows (key, id, name) -> entities in the order of `keys`, then by id; each id once."""
+    rank = {k: i for i, k in enumerate(keys)}
+    seen: set[str] = set()
+    out: list[Entity] = []
+    for _, i, n in sorted(rows, key=lambda r: (rank.get(r[0], len(rank)), r[1])):
+        if i not in seen:
+            seen.add(i)
+            out.append(Entity(id=i, name=n))
+    return out
+
+
+def raise_missing_endpoints(store: Any, chunk: Sequence[Edge]) -> None:
+    ids = list(dict.fromkeys(x for e in chunk for x in (e.src, e.dst)))
+    present = {e.id for e in store.entities_by_id(ids)}
+    missing = [i for i in ids if i not in present]
+    raise ValueError(
+        f"{len(missing)} entity id(s) referenced by triples are not stored (upsert entities "
+        f"before triples), e.g. {missing[:5]!r}; the other triples of the batch were written"
+    )
+
+
+def check_keys(kind: str, keys: Iterable[str]) -> None:
+    """Raise ValueError for the first key that cannot be stored (text.key_problem)."""
+    for key in keys:
+        problem = key_problem(key)
+        if problem:
+            raise ValueError(f"{kind} {key!r} {problem}; nothing of this call was written")
+
+
+def check_names(kind: str, names: Iterable[str]) -> None:
+    for name in names:
+        if "\x00" in name:
+            raise ValueError(f"{kind} name {name!r} contains a NUL character")
+
+
+def lookup_keys(keys: Iterable[str]) -> list[str]:
+    """Distinct keys, minus those that cannot be stored (so cannot match anything)."""
+    return [k for k in dict.fromkeys(keys) if key_problem(k) is None]

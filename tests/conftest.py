@@ -1,0 +1,105 @@
+"""Shared fixtures: graph stores for tests, and fake embeddings so tests need no model.
+
+- `embedded_store(dimension=8, graph=None)`: factory of fresh FalkorDBStores with the schema
+  ensured. One embedded server per test session (a session temp dir); every store gets its
+  own graph key, deleted after the test.
+- `graph_store`: a fresh, empty store with the schema for dimension 8, parametrised over
+  ["falkordb", "neo4j"]; the Neo4j case is skipped unless NEO4J_URI is set (and then it
+  CLEARS that database's :Entity/:Relation data before and after every test).
+- `one_hot(i, dim=8)` / `fake_vector(key, dim=8)`: deterministic unit vectors, as fixtures
+  returning the functions (plain functions of the same names live in this module).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+FAKE_DIM = 8
+
+
+def one_hot(i: int, dim: int = FAKE_DIM) -> list[float]:
+    """Unit vector e_(i mod dim): equal indices -> cosine 1, different -> cosine 0."""
+    v = [0.0] * dim
+    v[i % dim] = 1.0
+    return v
+
+
+def fake_vector(key: str | int, dim: int = FAKE_DIM) -> list[float]:
+    """A deterministic pseudo-random unit vector per key (same key, same vector)."""
+    rng = np.random.default_rng(zlib.crc32(str(key).encode("utf-8")))
+    v = rng.standard_normal(dim)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+@pytest.fixture(name="one_hot")
+def _one_hot() -> Callable[..., list[float]]:
+    return one_hot
+
+
+@pytest.fixture(name="fake_vector")
+def _fake_vector() -> Callable[..., list[float]]:
+    return fake_vector
+
+
+@pytest.fixture(scope="session")
+def _embedded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    from talent_core.store.falkordb import EmbeddedServer
+
+    d = tmp_path_factory.mktemp("falkordb")
+    yield d
+    EmbeddedServer.for_dir(d).stop()
+
+
+@pytest.fixture
+def embedded_store(_embedded_data_dir: object) -> Iterator[Callable[..., object]]:
+    """Factory: `embedded_store(dimension=8, graph=None)` -> FalkorDBStore, schema ensured."""
+    from pathlib import Path
+
+    from talent_core.store.falkordb import FalkorDBStore
+
+    made: list[FalkorDBStore] = []
+
+    def make(dimension: int = FAKE_DIM, graph: str | None = None) -> FalkorDBStore:
+        store = FalkorDBStore(Path(str(_embedded_data_dir)), graph or f"t_{uuid.uuid4().hex}")
+        store.ensure_schema(dimension)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.clear()
+        store.close()
+
+
+def _neo4j_store() -> object:
+    from talent_core.config import Settings
+    from talent_core.store.neo4j import Neo4jStore
+
+    return Neo4jStore.from_settings(Settings(store="neo4j"))
+
+
+@pytest.fixture(
+    params=["falkordb", pytest.param("neo4j", marks=pytest.mark.neo4j)],
+)
+def graph_store(request: pytest.FixtureRequest, embedded_store: Callable[..., object]):
+    """A fresh, empty store (schema for dimension 8) of each kind."""
+    if request.param == "falkordb":
+        yield embedded_store(FAKE_DIM)
+        return
+    if not os.environ.get("NEO4J_URI"):
+        pytest.skip(
+            "NEO4J_URI not set: run `docker compose up -d neo4j`, then "
+            "NEO4J_URI=bolt://localhost:7687 NEO4J_PASSWORD=... pytest tests/contract"
+        )
+    store = _neo4j_store()
+    store.clear()
+    store.ensure_schema(FAKE_DIM)
+    yield store
+    store.clear()
+    store.close()
