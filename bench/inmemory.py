@@ -165,6 +165,7 @@ class InMemoryGraph:
     def __init__(self, kg: KG):
         self.kg = kg
         self._rel_index = {r: i for i, r in enumerate(kg.rel_names)}
+        self._row_cache: dict[int, list[tuple[bool, str, str, str]]] = {}
 
     def _entity(self, i: int) -> Entity:
         nm = self.kg.names[i]
@@ -204,6 +205,30 @@ class InMemoryGraph:
     def search_names(self, text: str, k: int) -> list[Entity]:
         return []  # no fulltext index in memory
 
+    def _rows(self, i: int) -> list[tuple[bool, str, str, str]]:
+        """Node i's incident edges as (stored direction is i -> m, rel, m id, m name), in the
+        stores' key order (m id, rel, direction): what their 1-hop query returns."""
+        rows = self._row_cache.get(i)
+        if rows is None:
+            kg = self.kg
+            lo, hi = kg.indptr[i], kg.indptr[i + 1]
+            rows = []
+            for m, e in zip(kg.nbr[lo:hi].tolist(), kg.eid[lo:hi].tolist(), strict=True):
+                out = bool(kg.src[e] == i and kg.dst[e] == m)
+                rows.append((kg.names[m], kg.rel_names[kg.rel[e]], out, kg.names[m]))
+            rows.sort()
+            rows = [(out, rel, mid, mname) for mid, rel, out, mname in rows]
+            self._row_cache[i] = rows
+        return rows
+
+    def _fetch_hop(self, frontier: list[str], limit: int):
+        for fid in frontier:
+            idx = self._idx([fid])
+            if not idx:
+                continue
+            for out, rel, mid, mname in self._rows(idx[0])[:limit]:
+                yield (fid, out, rel, mid, mname)
+
     def neighbourhood(
         self,
         seed_ids: Sequence[str],
@@ -212,43 +237,14 @@ class InMemoryGraph:
         max_nodes: int = 2000,
         max_edges: int = 5000,
     ) -> Subgraph:
-        kg = self.kg
-        seeds = self._idx(seed_ids)
-        seen_n: dict[int, None] = dict.fromkeys(seeds)
-        seen_e: dict[int, None] = {}
-        frontier = list(seen_n)
-        truncated = False
-        for _ in range(hops):
-            nxt: list[int] = []
-            for u in frontier:
-                lo, hi = kg.indptr[u], kg.indptr[u + 1]
-                if hi - lo > fanout:
-                    truncated = True
-                    hi = lo + fanout
-                for v, e in zip(kg.nbr[lo:hi].tolist(), kg.eid[lo:hi].tolist(), strict=True):
-                    if e in seen_e:
-                        continue
-                    if v not in seen_n:
-                        if len(seen_n) >= max_nodes:
-                            truncated = True
-                            continue
-                        seen_n[v] = None
-                        nxt.append(v)
-                    if len(seen_e) >= max_edges:
-                        truncated = True
-                        continue
-                    seen_e[e] = None
-            frontier = nxt
-            if not frontier:
-                break
-        return Subgraph(
-            nodes=[self._entity(i) for i in seen_n],
-            edges=[
-                Edge(src=kg.names[kg.src[e]], rel=kg.rel_names[kg.rel[e]], dst=kg.names[kg.dst[e]])
-                for e in seen_e
-            ],
-            truncated=truncated,
-        )
+        """The stores' own expansion code (`talent_core.store.expand`) over the CSR."""
+        from talent_core.store.expand import expand, validate_caps
+
+        validate_caps(hops, fanout, max_nodes, max_edges)
+        seeds = self.entities_by_id(seed_ids)
+        if not seeds:
+            return Subgraph()
+        return expand(seeds, self._fetch_hop, hops, fanout, max_nodes, max_edges)
 
     def entity_similarity(self, ids: Sequence[str], vector) -> dict[str, float]:
         idx = self._idx(ids)

@@ -16,6 +16,7 @@ Typical use (what the pipeline does)::
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class LoadedLM:
         self.base_name = base_model or settings.base_model
         self.model, self.tokenizer, self.device = load_base(self.base_name, settings, device)
         self.metas: dict[str, AdapterMeta] = {}
+        self._lock = threading.Lock()  # adapter switching + generate: one call at a time
         for name, path in (adapters or {}).items():
             self.add_adapter(name, path)
         self.model.eval()
@@ -80,18 +82,20 @@ class LoadedLM:
         attention = enc["attention_mask"].to(self.model.device)
         if adapter is not None and adapter not in self.metas:
             raise KeyError(f"no adapter named {adapter!r} is loaded ({sorted(self.metas)})")
-        ctx: Any = contextlib.nullcontext()
-        if hasattr(self.model, "disable_adapter"):
-            if adapter is None:
-                ctx = self.model.disable_adapter()
-            else:
-                self.model.set_adapter(adapter)
-        with ctx, torch.inference_mode():
-            out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention, max_new_tokens=max_new_tokens,
-                do_sample=False, num_beams=1, eos_token_id=tok.eos_token_id,
-                pad_token_id=tok.pad_token_id, temperature=None, top_p=None, top_k=None,
-            )
+        with self._lock:
+            ctx: Any = contextlib.nullcontext()
+            if hasattr(self.model, "disable_adapter"):
+                if adapter is None:
+                    ctx = self.model.disable_adapter()
+                else:
+                    self.model.set_adapter(adapter)
+            with ctx, torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=input_ids, attention_mask=attention,
+                    max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                    temperature=None, top_p=None, top_k=None,
+                )
         new = out[0, input_ids.shape[1]:].tolist()
         ended = tok.eos_token_id in new
         if ended:

@@ -49,8 +49,8 @@ _LABEL_WORDS = re.compile(
     r"response)[\s!.,]*)+$",
     re.IGNORECASE,
 )
-_CHATTER_PREFIX = re.compile(
-    r"^(?:sure|okay|ok|certainly|of course|absolutely)\b[!.,]*\s*", re.IGNORECASE
+_CHATTER_PREFIX = re.compile(  # "Sure! ...", "Okay, ..." (punctuation required: "sure thing")
+    r"^(?:sure|okay|ok|certainly|of course|absolutely)[!.,]+\s*", re.IGNORECASE
 )
 _CHATTER_LINE = re.compile(
     r"^(?:sure|okay|ok|certainly|of course|absolutely|here (?:is|are)|i (?:think|would|will|"

@@ -71,7 +71,7 @@ class TrainConfig(BaseModel):
     base_model: str | None = None  # None: settings.base_model
     task: Task = "kgqa"
     lam: float = 0.001  # weak-positive weight (retriever)
-    eos_weight: float = 1.0  # weight of the EOS token after the target line (retriever)
+    eos_weight: float | None = 1.0  # EOS after the target line; None: weight of the last name
     epochs: int = 3
     lr: float = 5e-5
     warmup_ratio: float = 0.03

@@ -87,8 +87,8 @@ def retrieve(
     store,
     embedder,
     config: RetrievalConfig | None = None,
-    *,
     topic_entities: Sequence[str] | None = None,
+    *,
     encoding: QuestionEncoding | None = None,
     **overrides,
 ) -> Candidate:

@@ -3,7 +3,8 @@
 A *path type* is a sequence of relation texts followed from the anchors, direction ignored
 (`("directed_by", "directed_by", "starred_actors")`: the actors of the films of the
 anchor's director). Its *ends* are the nodes it reaches, each with its *support*: the number
-of distinct walks of that type from the anchors to it.
+of distinct walks of that type from the anchors to it. Walks never pass through or end at
+an anchor again.
 
 Scoring (relation-path scoring). With s(r) the question-to-relation score
 (`relations.RelationScorer`, token max-sim) and tau the mean of s over every relation met
@@ -184,6 +185,11 @@ def expand_paths(
             w = weights[parent]
             m = (w > 0) & (RL == r)
             sup = np.bincount(V[m], weights=w[m], minlength=n).astype(np.float64)
+            # walks do not return to an anchor: "films sharing a director with X" are not
+            # X, and X's own actors must not gain support from the walk back through X
+            sup[out.anchors] = 0.0
+            if not sup.any():
+                continue
             nxt[p] = sup
             found.append((p, sup, np.unique(EI[m])))
         frontier = nxt

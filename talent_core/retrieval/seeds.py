@@ -23,7 +23,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from talent_core.metrics import normalise_name
+from talent_core.text import normalise_name
 from talent_core.models import Entity, Seed
 
 log = logging.getLogger(__name__)

@@ -65,6 +65,7 @@ class Neo4jStore:
         self.batch_size = batch_size
         self.vector_batch_size = vector_batch_size
         self.index_timeout = index_timeout
+        self._dimension: int | None = None
         self._driver = driver or GraphDatabase.driver(uri, auth=(user, password))
         try:
             self._driver.verify_connectivity()
@@ -125,6 +126,23 @@ class Neo4jStore:
         for q in statements("schema", DIALECT):  # IF NOT EXISTS: idempotent
             self._run(q, {"dimension": dimension}, write=True)
         self._run(statement("await_indexes", DIALECT), {"timeout": self.index_timeout})
+        self._dimension = dimension
+
+    def _check_length(self, rows: list[dict[str, Any]]) -> None:
+        """Neo4j silently leaves vectors of another dimension out of the index: refuse them."""
+        if not rows:
+            return
+        if self._dimension is None:
+            dims = {int(r["dimension"]) for r in self._read("vector_dimensions") if r["dimension"]}
+            self._dimension = dims.pop() if len(dims) == 1 else None
+        for r in rows:
+            n = len(r["embedding"])
+            if self._dimension is not None and n != self._dimension:
+                key = r.get("id", r.get("name"))
+                raise ValueError(
+                    f"{key!r} has an embedding of dimension {n}, the store's vector indexes "
+                    f"{self._dimension}; nothing of this call was written"
+                )
 
     # --- writes ----------------------------------------------------------------------------
     def upsert_entities(self, rows: Sequence[tuple[str, str, Vector]]) -> None:
@@ -141,6 +159,7 @@ class Neo4jStore:
             for i, n, v in rows
             if v is not None
         ]
+        self._check_length(with_vec)
         for chunk in chunks(with_vec, self.vector_batch_size):
             self._write("upsert_entities", {"rows": list(chunk)})
 
@@ -153,6 +172,7 @@ class Neo4jStore:
         with_vec = [
             {"name": n, "embedding": _vec(v, "relation", n)} for n, v in rows if v is not None
         ]
+        self._check_length(with_vec)
         for chunk in chunks(with_vec, self.vector_batch_size):
             self._write("upsert_relations", {"rows": list(chunk)})
 
@@ -271,3 +291,4 @@ class Neo4jStore:
             session.run(statement("clear_data", DIALECT)).consume()
         for q in statements("clear_schema", DIALECT):
             self._run(q, write=True)
+        self._dimension = None

@@ -41,6 +41,9 @@ from talent_core.llm.parsing import (
         ("1. james cameron\n2. titanic", ["james cameron", "titanic"]),
         ("the matrix (1999)|keanu reeves", ["the matrix (1999)", "keanu reeves"]),
         ("||", []),
+        ("sure thing|okja", ["sure thing", "okja"]),
+        ("Okay, james cameron|titanic", ["james cameron", "titanic"]),
+        ("Sure here are the nodes: titanic|avatar", ["titanic", "avatar"]),
     ],
 )
 def test_parse_names(raw: str, expected: list[str]) -> None:

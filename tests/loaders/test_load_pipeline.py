@@ -164,3 +164,42 @@ def test_vectors_reach_the_store_as_the_embedder_dimension(fake_store, tmp_path)
     assert fake_store.dimension == 24
     assert {v.shape for _, v in fake_store.entities.values()} == {(24,)}
     assert {v.shape for v in fake_store.relations.values()} == {(24,)}
+
+
+class _SlowWriteStore(FakeStore):
+    """Entity writes of batch k block until batch k+1 asked which entities exist, so the
+    next batch is always prepared before the previous one reached the store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import threading
+
+        self.asked = threading.Semaphore(0)
+        self.batches_asked = 0
+
+    def existing_entities(self, ids):
+        self.batches_asked += 1
+        if self.batches_asked > 1:
+            self.asked.release()
+        return super().existing_entities(ids)
+
+    def upsert_entities(self, rows):
+        self.asked.acquire(timeout=1)  # the last batch has no successor: times out
+        super().upsert_entities(rows)
+
+
+def test_overlapped_batches_do_not_embed_in_flight_names_twice(tmp_path):
+    store = _SlowWriteStore()
+    emb = HashEmbedder(16)
+    n_triples, n_ents, n_rels = kb_counts()
+    rep = load(KB, "metaqa", store, tmp_path, embedder=emb, batch_size=150)
+    assert rep.batches == 3 and len(store.triples) == n_triples
+    assert sum(emb.calls) == n_ents + n_rels
+    assert store.stats().entities == n_ents
+
+
+def test_sequential_mode_gives_the_same_store(tmp_path):
+    a, b = FakeStore(), FakeStore()
+    load(KB, "metaqa", a, tmp_path, batch_size=40, overlap=True)
+    load(KB, "metaqa", b, tmp_path, batch_size=40, overlap=False)
+    assert a.triples == b.triples and a.entities.keys() == b.entities.keys()

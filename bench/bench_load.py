@@ -1,0 +1,241 @@
+"""Bench: bulk loading into a fresh embedded (FalkorDB) store.
+
+1. `../shared/data/metaqa/kb.txt` as `metaqa` with the real embedder (MiniLM): counts
+   (expected 133,582 triples, 43,234 entities, 9 relations), total seconds, embedding
+   seconds, store seconds, triples/s excluding embeddings, peak RSS of the loader process
+   and of the redis-server (sampled; their peak sum too).
+   With `--no-embed-run` also a second load with the test-only hash pseudo-embedder of the
+   same dimension: the loader + store rate when embeddings cost (almost) nothing.
+2. `../shared/data/webqsp-evidence/dev.jsonl` as `rog` into another graph: counts against
+   the counts computed from the file, and a round-trip check that CVT ids (`m.0...`) and
+   dotted Freebase relations come back exactly.
+
+Writes bench/results/load_metaqa.json and bench/results/load_webqsp.json. Timings are
+measurements, never assertions; the JSON records the machine load so they can be judged.
+
+    python bench/bench_load.py [--data ../shared/data] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import psutil  # noqa: E402
+
+from loaders.api import load_path  # noqa: E402
+from loaders.embedders import make_embedder  # noqa: E402
+from talent_core.config import Settings  # noqa: E402
+from talent_core.store.falkordb import FalkorDBStore  # noqa: E402
+
+log = logging.getLogger("bench.load")
+RESULTS = ROOT / "bench" / "results"
+
+
+def default_data() -> Path:
+    for cand in (ROOT.parent / "shared" / "data", Path("/work/shared/data")):
+        if (cand / "metaqa" / "kb.txt").is_file():
+            return cand
+    raise SystemExit("no ../shared/data/metaqa/kb.txt; pass --data")
+
+
+class RssSampler:
+    """Peak RSS of this process, the store's server, and their sum (sampled every 0.1 s)."""
+
+    def __init__(self, server_pid: callable):
+        self.server_pid = server_pid
+        self.me = psutil.Process()
+        self.peak = {"loader_mb": 0.0, "server_mb": 0.0, "total_mb": 0.0}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _rss(self, pid: int | None) -> float:
+        if pid is None:
+            return 0.0
+        try:
+            return psutil.Process(pid).memory_info().rss / 2**20
+        except psutil.Error:
+            return 0.0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            a = self.me.memory_info().rss / 2**20
+            b = self._rss(self.server_pid())
+            for k, v in (("loader_mb", a), ("server_mb", b), ("total_mb", a + b)):
+                self.peak[k] = max(self.peak[k], round(v, 1))
+
+    def __enter__(self) -> RssSampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def machine() -> dict:
+    import torch
+
+    return {
+        "cpus": len(os.sched_getaffinity(0)),
+        "torch_threads": torch.get_num_threads(),
+        "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
+
+
+def metaqa_expected(kb: Path) -> dict:
+    """Distinct triples, entities, relations of kb.txt (computed, not assumed)."""
+    triples, ents, rels = set(), set(), set()
+    with open(kb, encoding="utf-8") as f:
+        for line in f:
+            h, r, t = line.rstrip("\n").split("|")
+            triples.add((h, r, t))
+            ents.update((h, t))
+            rels.add(r)
+    return {"triples": len(triples), "entities": len(ents), "relations": len(rels)}
+
+
+def run_metaqa(data: Path, work: Path, settings: Settings, embedder, graph: str) -> dict:
+    kb = data / "metaqa" / "kb.txt"
+    store = FalkorDBStore(work, graph, batch_size=settings.batch_size)
+    store.clear()
+    store.ensure_schema(embedder.dimension)
+    with RssSampler(lambda: store.server.pid) as rss:
+        t = time.perf_counter()
+        rep = load_path(kb, "metaqa", store=store, embedder=embedder, settings=settings)
+        wall = time.perf_counter() - t
+    st = store.stats()
+    store.close()
+    return {
+        "counts": {"entities": st.entities, "relations": st.relations, "triples": st.triples,
+                   "entities_with_embedding": st.entities_with_embedding},
+        "wall_seconds": round(wall, 2),
+        "seconds": round(rep.seconds, 2),
+        "embed_seconds": round(rep.embed_seconds, 2),
+        "store_seconds": round(rep.write_seconds, 2),
+        "read_seconds": round(rep.read_seconds, 2),
+        "triples_per_s": round(rep.triples_per_s),
+        "triples_per_s_excl_embed": round(rep.triples_per_s_excl_embed),
+        "names_embedded": rep.new_entities_embedded + rep.new_relations_embedded,
+        "names_per_s_embedding": round(
+            (rep.new_entities_embedded + rep.new_relations_embedded) / rep.embed_seconds
+        ) if rep.embed_seconds else None,
+        "peak_rss": rss.peak,
+        "report": json.loads(rep.model_dump_json()),
+    }  # fmt: skip
+
+
+def run_webqsp(data: Path, work: Path, settings: Settings, embedder) -> dict:
+    src = data / "webqsp-evidence" / "dev.jsonl"
+    recs = [json.loads(x) for x in src.read_text(encoding="utf-8").splitlines() if x.strip()]
+    triples = {tuple(t) for r in recs for t in r["graph"]}
+    ents = {x for h, _, t in triples for x in (h, t)}
+    rels = {r for _, r, _ in triples}
+    store = FalkorDBStore(work, "bench_webqsp", batch_size=settings.batch_size)
+    store.clear()
+    store.ensure_schema(embedder.dimension)
+    s2 = settings.model_copy(update={"data_dir": work / "rog-side"})
+    rep = load_path(src, "rog", store=store, embedder=embedder, settings=s2)
+    st = store.stats()
+    cvts = sorted(e for e in ents if e.startswith("m."))
+    got = {e.id: e.name for e in store.entities_by_id(cvts)}
+    cvt_ok = sum(1 for c in cvts if got.get(c) == c)
+    dotted = sorted(r for r in rels if "." in r)
+    rel_back = store.existing_relations(dotted)
+    # every triple of 50 records comes back from the neighbourhood of its head
+    import random
+
+    rng = random.Random(0)
+    sample = rng.sample(sorted(triples), 200)
+    edge_ok = 0
+    for h, r, t in sample:
+        sub = store.neighbourhood([h], hops=1, fanout=10_000, max_nodes=100_000,
+                                  max_edges=100_000)  # fmt: skip
+        edge_ok += any(e.src == h and e.rel == r and e.dst == t for e in sub.edges)
+    store.close()
+    qfile = Path(rep.side_output_file) if rep.side_output_file else None
+    return {
+        "expected": {"triples": len(triples), "entities": len(ents), "relations": len(rels),
+                     "questions": len(recs)},
+        "counts": {"entities": st.entities, "relations": st.relations, "triples": st.triples,
+                   "questions_kept": sum(1 for _ in open(qfile)) if qfile else 0},
+        "rows_read": rep.rows_read,
+        "duplicates_in_batch": rep.duplicates,
+        "seconds": round(rep.seconds, 2),
+        "cvt_nodes": len(cvts),
+        "cvt_round_trip_ok": cvt_ok,
+        "dotted_relations": len(dotted),
+        "dotted_relations_round_trip_ok": len(rel_back),
+        "sampled_triples": len(sample),
+        "sampled_triples_found": edge_ok,
+        "ok": st.triples == len(triples) and st.entities == len(ents)
+        and st.relations == len(rels) and cvt_ok == len(cvts)
+        and len(rel_back) == len(dotted) and edge_ok == len(sample),
+    }  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
+    ap.add_argument("--batch-size", type=int, default=None)
+    ap.add_argument("--no-embed-run", action="store_true",
+                    help="also load with the hash pseudo-embedder (store + loader rate)")  # fmt: skip
+    ap.add_argument("--skip-webqsp", action="store_true")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+
+    data = args.data or default_data()
+    work = args.keep or Path(tempfile.mkdtemp(prefix="talent-bench-"))
+    base = Settings(data_dir=work, store="embedded")
+    if args.batch_size:
+        base = base.model_copy(update={"batch_size": args.batch_size})
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        t = time.perf_counter()
+        embedder = make_embedder(base)
+        model_seconds = time.perf_counter() - t
+        expected = metaqa_expected(data / "metaqa" / "kb.txt")
+        out = {"machine": machine(), "settings": {
+            "batch_size": base.batch_size, "embedding_model": base.embedding_model,
+            "embed_batch_size": getattr(embedder, "batch_size", None),
+        }, "expected": expected, "model_load_seconds": round(model_seconds, 2)}  # fmt: skip
+        out["minilm"] = run_metaqa(data, work, base, embedder, "bench_metaqa")
+        c = out["minilm"]["counts"]
+        out["ok"] = all(c[k] == expected[k] for k in expected)
+        if args.no_embed_run:
+            from loaders.embedders import HashEmbedder
+
+            out["hash_embedder"] = run_metaqa(
+                data, work, base, HashEmbedder(embedder.dimension), "bench_metaqa_hash"
+            )
+        out["machine"]["loadavg_1m_at_end"] = round(os.getloadavg()[0], 2)
+        (args.out / "load_metaqa.json").write_text(json.dumps(out, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in out["minilm"].items() if k != "report"}, indent=2))
+        if not args.skip_webqsp:
+            w = run_webqsp(data, work, base, embedder)
+            (args.out / "load_webqsp.json").write_text(json.dumps(w, indent=2) + "\n")
+            print(json.dumps(w, indent=2))
+    finally:
+        from talent_core.store.falkordb import EmbeddedServer
+
+        EmbeddedServer.for_dir(work).stop()
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
