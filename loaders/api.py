@@ -109,6 +109,7 @@ def load_path(
     split: str | None = None,
     concepts: str = "example",
     rdf_relations: str = "local",
+    embed_precision: str = "fp32",
     **options: Any,
 ) -> LoadReport:
     """Load one input into the store (opened from `settings` when not given).
@@ -143,7 +144,7 @@ def load_path(
             if embedder is None:
                 from loaders.embedders import make_embedder
 
-                embedder = make_embedder(settings)
+                embedder = make_embedder(settings, embed_precision)
             if store is None:
                 from talent_core.store import open_store
 

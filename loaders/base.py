@@ -6,9 +6,12 @@
          holds WITH an embedding; embed only the new names (each unique text once); then
          upsert entities -> relations -> triples (MERGE: idempotent)
       -> log "committed ..." only after the store acknowledged the batch's triples.
+Batch k is written on a background thread while batch k+1 is read, validated and embedded
+(embedding runs in torch, writing in the store's server: they overlap); batches still commit
+strictly in file order.
 
-Memory is constant in the file size: one batch of rows (plus the store's answers about that
-batch) is all that is held; no set of all entities is kept (the store is asked per batch).
+Memory is constant in the file size: at most two batches of rows (one being written, one
+being prepared) are held; no set of all entities is kept (the store is asked per batch).
 
 Errors (`on_error`):
   "fail" (default)  the first bad row raises `LoadError("file:line: reason")` before its batch
@@ -38,6 +41,7 @@ from pydantic import BaseModel
 from loaders.io import DEFAULT_MAX_LINE_LENGTH
 from talent_core.models import Edge, StoreStats
 from talent_core.store.base import GraphStore
+from talent_core.text import key_problem
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +167,7 @@ class LoadReport(BaseModel):
     duplicates: int = 0  # rows repeating a triple of the same batch (dropped, not an error)
     rejected: int = 0
     self_loops: int = 0  # rows with head == tail (kept unless self_loops="reject")
+    whitespace_stripped: int = 0  # rows whose keys had surrounding whitespace (stripped)
     new_entities_embedded: int = 0
     new_relations_embedded: int = 0
     batches: int = 0
@@ -187,13 +192,31 @@ def _bad_name(value: str, what: str, max_len: int) -> str | None:
         return f"empty {what}"
     if len(value) > max_len:
         return f"{what} longer than {max_len} characters"
-    if "\x00" in value:
-        return f"{what} contains a NUL character"
+    problem = key_problem(value)  # the stores' rule for keys (NUL, surrounding spaces)
+    if problem is not None:
+        return f"{what} {problem}"
     return None
 
 
+def normalise_row(row: Row) -> tuple[Row, bool]:
+    """Strip surrounding whitespace from ids, relation and names (the stores cannot keep
+    it: FalkorDB's exact-match index trims it, so `"ab "` and `"ab"` would be one key).
+    Returns the row and whether anything changed."""
+    h, r, t = row.head.strip(), row.relation.strip(), row.tail.strip()
+    hn = row.head_name.strip() if row.head_name is not None else None
+    tn = row.tail_name.strip() if row.tail_name is not None else None
+    if (h, r, t, hn, tn) == row[1:6]:
+        return row, False
+    return row._replace(head=h, relation=r, tail=t, head_name=hn, tail_name=tn), True
+
+
+def row_text(row: Row) -> str:
+    """A readable rendering of a row without its source text (RoG graph triples)."""
+    return json.dumps([row.head, row.relation, row.tail], ensure_ascii=False)
+
+
 def validate_row(row: Row, opts: LoadOptions) -> str | None:
-    """The reason a syntactically parsed row is unusable, or None."""
+    """The reason a syntactically parsed (and normalised) row is unusable, or None."""
     for value, what in (
         (row.head, "head"),
         (row.relation, "relation"),
@@ -272,13 +295,18 @@ class _Bar:
             )
             self.bar.update(done)
 
+    def read(self) -> None:
+        """The input position moved (a batch was read)."""
+        if self.bar is not None:
+            done, _ = self.reader.progress()
+            self.bar.update(max(0, done - self.bar.n))
+
     def update(self, triples: int, elapsed: float) -> None:
+        """A batch was committed: `triples` so far."""
         if self.bar is None:
             return
-        done, _ = self.reader.progress()
-        self.bar.update(max(0, done - self.bar.n))
         rate = triples / elapsed if elapsed > 0 else 0.0
-        self.bar.set_postfix_str(f"triples={triples:,} {rate:,.0f} triples/s", refresh=False)
+        self.bar.set_postfix_str(f"committed={triples:,} triples, {rate:,.0f} triples/s")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -309,9 +337,11 @@ def _batches(
         if isinstance(item, BadRow):
             reject(item.line, item.reason, item.raw)
             continue
+        item, changed = normalise_row(item)
+        report.whitespace_stripped += changed
         reason = validate_row(item, opts)
         if reason is not None:
-            reject(item.line, reason, item.raw)
+            reject(item.line, reason, item.raw or row_text(item))
             continue
         if item.head == item.tail:
             report.self_loops += 1
@@ -432,7 +462,9 @@ def run_load(
     rejects = AtomicJsonl(opts.rejects) if opts.rejects is not None else None
     side = (
         AtomicJsonl(opts.side_output_path)
-        if opts.side_output_path is not None and reader.side_output is not None
+        if opts.side_output_path is not None
+        and reader.side_output is not None
+        and not opts.dry_run  # a dry run writes nothing but the rejects file
         else None
     )
 
@@ -466,6 +498,7 @@ def run_load(
                 if batch is None:
                     break
                 n += 1
+                bar.read()
                 prep = _prepare(n, batch, store, embedder, opts, report, writer)
                 if writer is None:
                     report.batches += 1

@@ -46,6 +46,11 @@ class ConceptScope(str, Enum):
     global_ = "global"
 
 
+class Precision(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+
+
 class RdfRelations(str, Enum):
     local = "local"
     iri = "iri"
@@ -118,7 +123,7 @@ def load(
     ] = None,
     batch_size: Annotated[
         int | None,
-        typer.Option(min=1, help="Rows per write batch [default: TALENT_BATCH_SIZE]."),
+        typer.Option(min=1, help="Rows per write batch (default: TALENT_BATCH_SIZE)."),
     ] = None,
     limit: Annotated[
         int | None,
@@ -131,8 +136,8 @@ def load(
     rejects: Annotated[
         Path | None,
         typer.Option(
-            help="With --on-error skip: JSONL of rejected rows [default: "
-            "<data_dir>/rejects/<name>.rejects.jsonl]."
+            help="With --on-error skip: JSONL of rejected rows (default: "
+            "<data_dir>/rejects/<name>.rejects.jsonl)."
         ),
     ] = None,
     delimiter: Annotated[
@@ -153,7 +158,7 @@ def load(
         ),
     ] = None,
     split: Annotated[
-        str | None, typer.Option(help="rog from the Hugging Face Hub: the split [train].")
+        str | None, typer.Option(help="rog from the Hugging Face Hub: the split (default: train).")
     ] = None,
     self_loops: Annotated[
         SelfLoopChoice,
@@ -164,7 +169,7 @@ def load(
         typer.Option(
             min=16,
             envvar="TALENT_MAX_LINE_LENGTH",
-            help="Longest accepted line in bytes [1 MiB; 256 MiB for rog records].",
+            help="Longest accepted line in bytes (default 1 MiB; 256 MiB for rog records).",
         ),
     ] = None,
     concepts: Annotated[
@@ -175,6 +180,13 @@ def load(
         RdfRelations,
         typer.Option(help="ntriples: relation text = predicate local name or full IRI."),
     ] = RdfRelations.local,
+    embed_precision: Annotated[
+        Precision,
+        typer.Option(
+            help="Name embeddings in fp32 (identical to query time) or bf16 autocast "
+            "(faster on CPUs with native bf16; cosine >= 0.9999 to fp32)."
+        ),
+    ] = Precision.fp32,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Validate the whole input; write nothing.")
     ] = False,
@@ -204,6 +216,7 @@ def load(
             split=split,
             concepts=concepts.value,
             rdf_relations=rdf_relations.value,
+            embed_precision=embed_precision.value,
             limit=limit,
             on_error=on_error.value,
             rejects=rejects,

@@ -54,7 +54,9 @@ class LineSource:
         self.line = 0  # number of the last line returned / raised
         self._record: list[str] = []
         self._mark_line = 1
-        # csv.reader needs the line ends to keep newlines inside quoted fields
+        # csv mode: keep the line ends (csv.reader needs them for newlines inside quoted
+        # fields) and the raw lines of the current record (for messages); off otherwise,
+        # so that nothing accumulates
         self.keep_newline = False
 
     # iterator protocol (usable as the input of csv.reader)
@@ -95,8 +97,10 @@ class LineSource:
                 f"invalid UTF-8 at byte {e.start} of the line ({data[e.start : e.start + 4]!r})",
                 preview(data),
             ) from None
-        self._record.append(text)
-        return text + "\n" if self.keep_newline and ended else text
+        if self.keep_newline:
+            self._record.append(text)
+            return text + "\n" if ended else text
+        return text
 
     def rewind(self) -> None:
         """Back to the start of the file (after peeking at the first line)."""

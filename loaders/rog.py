@@ -49,30 +49,33 @@ def _as_list(value: Any) -> list[Any] | None:
 def record_items(rec: Any, line: int, source_name: str) -> Iterator[Item]:
     """Validate one RoG record: a Record (the question) and one Row per graph triple,
     or a single BadRow for a record that is unusable as a whole."""
-    raw = preview(json.dumps(rec, ensure_ascii=False, default=str)) if rec is not None else ""
+
+    def raw() -> str:  # only computed for a rejected record (records can be large)
+        return preview(json.dumps(rec, ensure_ascii=False, default=str))
+
     if not isinstance(rec, dict):
-        yield BadRow(line, f"record is a JSON {type(rec).__name__}, expected an object", raw)
+        yield BadRow(line, f"record is a JSON {type(rec).__name__}, expected an object", raw())
         return
     missing = [f for f in REQUIRED_FIELDS if f not in rec]
     if missing:
-        yield BadRow(line, f"record lacks field(s) {', '.join(missing)}", raw)
+        yield BadRow(line, f"record lacks field(s) {', '.join(missing)}", raw())
         return
     rid = rec.get("id")
     rid = str(rid) if rid is not None else f"{source_name}:{line}"
     question = rec["question"]
     if not isinstance(question, str) or not question.strip():
-        yield BadRow(line, f"record {rid!r}: question is not a non-empty string", raw)
+        yield BadRow(line, f"record {rid!r}: question is not a non-empty string", raw())
         return
     lists: dict[str, list[Any]] = {}
     for name in ("answer", "q_entity", "a_entity"):
         value = _as_list(rec.get(name))
         if value is None or not all(isinstance(v, str) for v in value):
-            yield BadRow(line, f"record {rid!r}: {name} is not a list of strings", raw)
+            yield BadRow(line, f"record {rid!r}: {name} is not a list of strings", raw())
             return
-        lists[name] = value
+        lists[name] = [v.strip() for v in value]  # as the graph's keys (see base.normalise_row)
     graph = _as_list(rec["graph"])
     if graph is None:
-        yield BadRow(line, f"record {rid!r}: graph is not a list of triples", raw)
+        yield BadRow(line, f"record {rid!r}: graph is not a list of triples", raw())
         return
     yield Record(
         line,
@@ -95,7 +98,7 @@ def record_items(rec: Any, line: int, source_name: str) -> Iterator[Item]:
                 preview(json.dumps(t, ensure_ascii=False, default=str)),
             )
             continue
-        yield Row(line, t[0], t[1], t[2], raw=f"record {rid!r} graph[{i}]: {json.dumps(t)}")
+        yield Row(line, t[0], t[1], t[2])  # raw: see base.row_text (built only if rejected)
 
 
 class RoGFileReader(TextFileReader):

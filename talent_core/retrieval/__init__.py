@@ -61,6 +61,9 @@ class RetrievalConfig(BaseModel):
     fanout: int = Field(100, ge=1, description="edges followed per node and hop")
     max_nodes: int = Field(3000, ge=1, description="total node cap of the neighbourhood")
     max_edges: int = Field(10000, ge=1, description="total edge cap of the neighbourhood")
+    path_frontier: int = Field(
+        16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
+    )
     k_seed: int = Field(5, ge=0, description="vector seed entities")
     vector_anchors: int = Field(1, ge=1, description="vector/fulltext seeds that anchor when "
                                 "no topic or name match exists")
@@ -190,6 +193,7 @@ def _default(question, store, embedder, enc, seeds: SeedSet, cfg, timings) -> Ca
         lambda rels: scorer.scores(enc, rels),
         hops=cfg.hops,
         beam=cfg.k_edges,
+        frontier_per_path=cfg.path_frontier,
     )
     timings["neighbourhood"] = _ms(t)
 

@@ -67,6 +67,16 @@ def path_score(rels: Sequence[str], s: dict[str, float], tau: float) -> float:
     return float(sum(s[r] - tau for r in set(rels)))
 
 
+def _top_support(sup: np.ndarray, m: int) -> np.ndarray:
+    nz = np.flatnonzero(sup)
+    if nz.size <= m:
+        return sup
+    keep = nz[np.lexsort((nz, -sup[nz]))[:m]]
+    out = np.zeros_like(sup)
+    out[keep] = sup[keep]
+    return out
+
+
 def _rank_key(p: tuple[tuple[str, ...], float]) -> tuple[float, int, tuple[str, ...]]:
     rels, score = p
     # best score first; on ties the longer path (its prefixes' ends lie on its walks anyway)
@@ -80,8 +90,13 @@ def expand_paths(
     *,
     hops: int = 2,
     beam: int = 10,
+    frontier_per_path: int = 0,
 ) -> PathExpansion:
-    """Beam search over relation paths of length 1..hops from `anchors` ((id, name) pairs)."""
+    """Beam search over relation paths of length 1..hops from `anchors` ((id, name) pairs).
+
+    `frontier_per_path` > 0: a kept path type passes only its best-supported ends (at most
+    that many) on to the next depth; its other ends stay ends. This bounds the store work
+    of the last hop (the frontier is at most beam * frontier_per_path nodes)."""
     out = PathExpansion()
     index: dict[str, int] = {}
 
@@ -119,6 +134,8 @@ def expand_paths(
     found: list[tuple[tuple[str, ...], np.ndarray, np.ndarray]] = []  # (rels, support, edges)
 
     for _depth in range(hops):
+        if frontier_per_path > 0 and _depth > 0:
+            frontier = {p: _top_support(sup, frontier_per_path) for p, sup in frontier.items()}
         need = sorted(
             {int(j) for sup in frontier.values() for j in np.flatnonzero(sup)} - expanded
         )

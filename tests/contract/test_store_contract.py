@@ -483,6 +483,19 @@ def test_embedded_persists_across_stop_and_restart(tmp_path):
     s2.stop_server()
 
 
+def test_embedded_index_ddl_lives_in_the_aof_base(tmp_path):
+    """Index DDL replayed from the incremental AOF is built asynchronously, after the writes
+    replayed behind it ran as full scans (minutes for MetaQA): ensure_schema compacts."""
+    d = tmp_path / "data"
+    s = _store(d)
+    s.ensure_schema(8)
+    load_people(s)
+    incr = b"".join(p.read_bytes() for p in (d / "appendonlydir").glob("*.incr.aof"))
+    assert b"MERGE" in incr  # the writes are there...
+    assert b"CREATE INDEX" not in incr and b"CREATE VECTOR INDEX" not in incr  # ...DDL is not
+    s.stop_server()
+
+
 def test_embedded_kill9_loses_no_acknowledged_write(tmp_path):
     d = tmp_path / "data"
     s = _store(d)

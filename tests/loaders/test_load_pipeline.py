@@ -203,3 +203,62 @@ def test_sequential_mode_gives_the_same_store(tmp_path):
     load(KB, "metaqa", a, tmp_path, batch_size=40, overlap=True)
     load(KB, "metaqa", b, tmp_path, batch_size=40, overlap=False)
     assert a.triples == b.triples and a.entities.keys() == b.entities.keys()
+
+
+def test_surrounding_whitespace_is_stripped_from_keys(fake_store, tmp_path):
+    p = tmp_path / "kb.txt"
+    p.write_text("  Alien |directed_by| Ridley Scott\nAlien|release_year|1979\n")
+    rep = load(p, "metaqa", fake_store, tmp_path)
+    assert rep.whitespace_stripped == 1
+    assert fake_store.triples == {
+        ("Alien", "directed_by", "Ridley Scott"),
+        ("Alien", "release_year", "1979"),
+    }
+
+
+def test_nul_in_a_name_is_rejected(fake_store, tmp_path):
+    p = tmp_path / "kb.txt"
+    p.write_text("Alien|directed_by|Ridley\x00Scott\nAlien|release_year|1979\n")
+    with pytest.raises(LoadError, match=r"kb.txt:1: tail contains a NUL character"):
+        load(p, "metaqa", fake_store, tmp_path)
+
+
+@pytest.mark.parametrize("fmt", ["metaqa", "triples", "rog"])
+def test_memory_does_not_grow_with_the_file(tmp_path, fmt):
+    """Peak Python memory of a (dry-run) load of a 10x larger file stays about the same:
+    the reader streams, and only one batch is held."""
+    import tracemalloc
+
+    def make(n: int) -> Path:
+        p = tmp_path / f"kb{n}.{ {'metaqa': 'txt', 'triples': 'csv', 'rog': 'jsonl'}[fmt] }"
+        with open(p, "w", encoding="utf-8") as f:
+            if fmt == "triples":
+                f.write("head,relation,tail\n")
+            for i in range(n):
+                h, t = f"Movie number {i}", f"Actor number {i * 7 % 99991}"
+                if fmt == "metaqa":
+                    f.write(f"{h}|starred_actors|{t}\n")
+                elif fmt == "triples":
+                    f.write(f'"{h}",starred_actors,"{t}"\n')
+                elif i % 10 == 0:  # rog: records of 10 triples
+                    g = [[f"Movie number {j}", "film.film.starring", t] for j in range(i, i + 10)]
+                    rec = {"id": str(i), "question": "q", "answer": [t], "graph": g}
+                    f.write(json.dumps(rec) + "\n")
+        return p
+
+    peaks = []
+    for n in (2_000, 20_000):
+        path = make(n)
+        tracemalloc.start()
+        rep = load(path, fmt, None, tmp_path, dry_run=True, batch_size=200)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert rep.loaded == n
+    assert peaks[1] < 1.3 * peaks[0] + 100_000, peaks
+
+
+def test_progress_bar_shows_committed_triples_per_second(fake_store, tmp_path, capsys):
+    load_path(KB, "metaqa", store=fake_store, embedder=HashEmbedder(8),
+              settings=Settings(data_dir=tmp_path), batch_size=100, progress=True)  # fmt: skip
+    err = capsys.readouterr().err
+    assert "load metaqa" in err and "triples/s" in err and "committed=377 triples" in err
