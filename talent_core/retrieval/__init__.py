@@ -31,7 +31,7 @@ from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
 from talent_core.retrieval.neighbourhood import OneHop, check_hops, neighbourhood
 from talent_core.retrieval.paths import PathExpansion, expand_paths
 from talent_core.retrieval.pcst import pcst
-from talent_core.retrieval.prizes import Prizes, paper_prizes, path_prizes
+from talent_core.retrieval.prizes import Prizes, paper_prizes, path_prizes, rank_prizes
 from talent_core.retrieval.relations import (
     QuestionEncoding,
     RelationScorer,
@@ -64,6 +64,7 @@ class RetrievalConfig(BaseModel):
     path_frontier: int = Field(
         16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
     )
+    node_sim_k: int = Field(0, ge=0, description="default rule: extra node prizes by name cosine")
     k_seed: int = Field(5, ge=0, description="vector seed entities")
     vector_anchors: int = Field(1, ge=1, description="vector/fulltext seeds that anchor when "
                                 "no topic or name match exists")
@@ -209,6 +210,14 @@ def _default(question, store, embedder, enc, seeds: SeedSet, cfg, timings) -> Ca
         cfg.k_nodes,
         cfg.edge_cost,
     )
+    if cfg.node_sim_k > 0 and endpoints.size:
+        local = np.unique(endpoints)
+        sim_map = store.entity_similarity([exp.ids[j] for j in local.tolist()], enc.vector)
+        sims = np.array([sim_map.get(exp.ids[j], -1.0) for j in local.tolist()])
+        extra = np.zeros(len(exp.ids))
+        extra[local] = rank_prizes(sims, cfg.node_sim_k)
+        prizes = Prizes(node=np.maximum(prizes.node, extra), edge=prizes.edge,
+                        edge_cost=prizes.edge_cost)
     cand = _select(question, exp.ids, exp.names, edges, endpoints, prizes, seeds)
     cand.truncated = exp.truncated or one_hop.truncated
     timings["pcst"] = _ms(t)
