@@ -317,6 +317,51 @@ def eval_cmd(
     typer.echo(_json.dumps(summary))
 
 
+server_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server.")
+app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start() -> None:
+    """Start the embedded server and leave it running (commands then reuse it)."""
+    from talent_core.store.falkordb import EmbeddedServer
+
+    s = get_settings_()
+    srv = EmbeddedServer.for_dir(s.data_dir)
+    srv.keep_alive = True
+    srv.ensure_running()
+    typer.echo(_json.dumps({"running": True, "pid": srv.pid, "socket": str(srv.socket_path)}))
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the embedded server cleanly (AOF compacted)."""
+    from talent_core.store.falkordb import EmbeddedServer
+
+    srv = EmbeddedServer.for_dir(get_settings_().data_dir)
+    typer.echo(_json.dumps({"stopped": srv.shutdown()}))
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Whether the embedded server of TALENT_DATA_DIR is running."""
+    from talent_core.store.falkordb import EmbeddedServer
+
+    srv = EmbeddedServer.for_dir(get_settings_().data_dir)
+    up = srv.ping()
+    typer.echo(_json.dumps({"running": up, "pid": srv.pid if up else None,
+                            "data_dir": str(srv.data_dir)}))
+
+
+def get_settings_():
+    from talent_core.config import get_settings
+
+    s = get_settings()
+    if s.store != "embedded":
+        raise _fail("TALENT_STORE is not 'embedded': there is no embedded server to manage")
+    return s
+
+
 @app.command("app")
 def run_app(
     port: Annotated[int, typer.Option(help="port")] = 8501,

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     )
     neo4j_database: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
     graph_name: str = "talent"  # FalkorDB graph key
+    # Leave the embedded server running after a command exits (next start is instant;
+    # FalkorDB rebuilds vector indexes at start). Stop it with `talent server stop`.
+    embedded_keep_alive: bool = False
 
     # --- embeddings --------------------------------------------------------------------
     # "minilm" resolves to the all-MiniLM-L6-v2 copy shipped by the PyPI package

@@ -94,6 +94,10 @@ class EmbeddedServer:
 
     def __init__(self, data_dir: Path, start_timeout: float = 300.0):
         self.data_dir = Path(data_dir).expanduser().resolve()
+        # keep_alive: leave the server running when this process exits, so the next command
+        # skips the start (FalkorDB rebuilds vector indexes on every start: ~20 s for
+        # MetaQA). `talent server stop` (or `stop()`) ends it.
+        self.keep_alive = False
         self.start_timeout = start_timeout
         self.pidfile = self.data_dir / PID_NAME
         self.logfile = self.data_dir / LOG_NAME
@@ -230,7 +234,7 @@ class EmbeddedServer:
                 start_new_session=True,
             )
         self._owner_pid = os.getpid()
-        if not self._atexit_registered:
+        if not self._atexit_registered and not self.keep_alive:
             atexit.register(self.stop)
             self._atexit_registered = True
 
@@ -357,6 +361,25 @@ class EmbeddedServer:
             proc.wait()
 
 
+    def shutdown(self, timeout: float = 60.0) -> bool:
+        """Stop the server of this data dir whoever started it (``talent server stop``).
+        Returns whether one was running."""
+        if self._proc is not None and os.getpid() == self._owner_pid:
+            self.stop(timeout)
+            return True
+        pid = self.pid
+        if pid is None or not self.ping():
+            return False
+        if self._incr_aof_bytes() > COMPACT_AT_STOP_BYTES:
+            with contextlib.suppress(Exception):
+                self.rewrite_aof(timeout)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while self.ping() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return True
+
+
 class _Literal:
     """A parameter value rendered ahead of time as a Cypher literal.
 
@@ -415,8 +438,10 @@ class FalkorDBStore:
         batch_size: int = 5000,
         vector_batch_size: int = 1000,
         index_timeout: float = 600.0,
+        keep_alive: bool = False,
     ):
         self.server = EmbeddedServer.for_dir(Path(data_dir))
+        self.server.keep_alive = self.server.keep_alive or keep_alive
         self.data_dir = self.server.data_dir
         self.graph_name = graph
         self.batch_size = batch_size
@@ -428,7 +453,12 @@ class FalkorDBStore:
 
     @classmethod
     def from_settings(cls, settings: Any) -> FalkorDBStore:
-        return cls(Path(settings.data_dir), settings.graph_name, batch_size=settings.batch_size)
+        return cls(
+            Path(settings.data_dir),
+            settings.graph_name,
+            batch_size=settings.batch_size,
+            keep_alive=settings.embedded_keep_alive,
+        )
 
     def __repr__(self) -> str:
         return f"FalkorDBStore({str(self.data_dir)!r}, graph={self.graph_name!r})"
