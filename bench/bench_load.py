@@ -108,6 +108,22 @@ def metaqa_expected(kb: Path) -> dict:
     return {"triples": len(triples), "entities": len(ents), "relations": len(rels)}
 
 
+def precision_check(kb: Path, settings: Settings, embedder, n: int = 2000) -> dict:
+    """Cosine between the loader's (reduced-precision) and fp32 embeddings of n names."""
+    import random
+
+    import numpy as np
+
+    with open(kb, encoding="utf-8") as f:
+        names = sorted({p for line in f for p in line.rstrip("\n").split("|")[::2]})
+    sample = random.Random(0).sample(names, min(n, len(names)))
+    fp32 = make_embedder(settings, "fp32", threads=getattr(embedder, "threads", None))
+    cos = (np.asarray(embedder.encode(sample)) * np.asarray(fp32.encode(sample))).sum(axis=1)
+    return {"names": len(sample), "precision": getattr(embedder, "precision", "?"),
+            "cos_to_fp32_min": round(float(cos.min()), 6),
+            "cos_to_fp32_mean": round(float(cos.mean()), 6)}  # fmt: skip
+
+
 def run_metaqa(
     data: Path, work: Path, settings: Settings, embedder, graph: str, overlap: bool = True
 ) -> dict:
@@ -131,6 +147,7 @@ def run_metaqa(
         "embed_seconds": round(rep.embed_seconds, 2),
         "store_seconds": round(rep.write_seconds, 2),
         "read_seconds": round(rep.read_seconds, 2),
+        "store_seconds_by_call": {k: round(v, 2) for k, v in rep.store_seconds_by_call.items()},
         "triples_per_s": round(rep.triples_per_s),
         "triples_per_s_excl_embed": round(rep.triples_per_s_excl_embed),
         "names_embedded": rep.new_entities_embedded + rep.new_relations_embedded,
@@ -200,7 +217,7 @@ def main() -> None:
     ap.add_argument("--no-embed-run", action="store_true",
                     help="also load with the hash pseudo-embedder (store + loader rate)")  # fmt: skip
     ap.add_argument("--skip-webqsp", action="store_true")
-    ap.add_argument("--torch-threads", type=int, default=None)
+    ap.add_argument("--embed-threads", type=int, default=None, help="default: cores - 1")
     ap.add_argument("--embed-precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--no-overlap", action="store_true", help="write and embed in turn")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -213,20 +230,19 @@ def main() -> None:
     if args.batch_size:
         base = base.model_copy(update={"batch_size": args.batch_size})
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.torch_threads:
-        import torch
-
-        torch.set_num_threads(args.torch_threads)
     try:
         t = time.perf_counter()
-        embedder = make_embedder(base, args.embed_precision)
+        embedder = make_embedder(base, args.embed_precision, threads=args.embed_threads)
         model_seconds = time.perf_counter() - t
         expected = metaqa_expected(data / "metaqa" / "kb.txt")
         out = {"machine": machine(), "settings": {
             "batch_size": base.batch_size, "embedding_model": base.embedding_model,
             "embed_batch_size": getattr(embedder, "batch_size", None),
+            "embed_threads": getattr(embedder, "threads", None),
             "embed_precision": args.embed_precision, "overlap": not args.no_overlap,
         }, "expected": expected, "model_load_seconds": round(model_seconds, 2)}  # fmt: skip
+        if args.embed_precision != "fp32":
+            out["precision_check"] = precision_check(data / "metaqa" / "kb.txt", base, embedder)
         out["minilm"] = run_metaqa(
             data, work, base, embedder, "bench_metaqa", overlap=not args.no_overlap
         )

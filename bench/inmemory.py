@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import random
 import re
 import sys
@@ -22,14 +23,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
+    os.environ.setdefault(_v, "1")
+
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from talent_core.metrics import macro_average, normalise_name, retrieval_scores  # noqa: E402
-from talent_core.models import Edge, Entity, Subgraph  # noqa: E402
+from talent_core.metrics import macro_average, normalise_name, retrieval_scores
+from talent_core.models import Entity, Subgraph
 
 log = logging.getLogger("bench.inmemory")
 
@@ -392,9 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expand = args.expand_hops or hop
         for rule in args.prizes:
             for k in args.k:
-                cfg = RetrievalConfig(
-                    k_nodes=k, k_edges=k, hops=expand, prizes=rule, **extra
-                )
+                cfg = RetrievalConfig(k_nodes=k, k_edges=k, hops=expand, prizes=rule, **extra)
                 t1 = time.perf_counter()
                 r = evaluate(graph, qs, encs, cfg, emb, baseline=not args.no_baseline)
                 r["config"] = cfg.model_dump()

@@ -110,6 +110,7 @@ def load_path(
     concepts: str = "example",
     rdf_relations: str = "local",
     embed_precision: str = "fp32",
+    embed_threads: int | None = None,
     **options: Any,
 ) -> LoadReport:
     """Load one input into the store (opened from `settings` when not given).
@@ -131,20 +132,19 @@ def load_path(
         concepts=concepts,
         rdf_relations=rdf_relations,
     )
-    if options.get("max_line_length") is None:
-        options.pop("max_line_length", None)
-    if reader.side_output is not None and options.get("side_output_path") is None:
-        name = dataset or dataset_name(path, split)
-        options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
-    opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)
-
     owned_store = None
     try:
+        if options.get("max_line_length") is None:
+            options.pop("max_line_length", None)
+        if reader.side_output is not None and options.get("side_output_path") is None:
+            name = dataset or dataset_name(path, split)
+            options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
+        opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)
         if not opts.dry_run:
             if embedder is None:
                 from loaders.embedders import make_embedder
 
-                embedder = make_embedder(settings, embed_precision)
+                embedder = make_embedder(settings, embed_precision, threads=embed_threads)
             if store is None:
                 from talent_core.store import open_store
 

@@ -26,6 +26,7 @@ renamed into place only when the whole load succeeded (nothing half-written).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from loaders.io import DEFAULT_MAX_LINE_LENGTH
 from talent_core.models import Edge, StoreStats
@@ -175,6 +176,8 @@ class LoadReport(BaseModel):
     embed_seconds: float = 0.0  # in the embedder
     write_seconds: float = 0.0  # in store calls (existence checks and writes)
     read_seconds: float = 0.0  # reading, parsing, validating, de-duplicating
+    # store time by call: existence checks, entity / relation / triple upserts
+    store_seconds_by_call: dict[str, float] = Field(default_factory=dict)
     triples_per_s: float = 0.0
     triples_per_s_excl_embed: float = 0.0
     store_before: StoreStats | None = None
@@ -354,6 +357,19 @@ def _batches(
         yield batch
 
 
+@contextlib.contextmanager
+def _timed(report: LoadReport, call: str) -> Iterator[None]:
+    """Add the time of a store call to write_seconds and store_seconds_by_call[call]."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        dt = time.perf_counter() - t
+        report.write_seconds += dt
+        by = report.store_seconds_by_call
+        by[call] = by.get(call, 0.0) + dt
+
+
 @dataclass
 class _Prepared:
     """A batch ready to write: unique edges plus the rows of the entities / relations that
@@ -419,14 +435,15 @@ class _Writer:
         self._pool.shutdown(wait=True)
 
     def _write(self, prep: _Prepared) -> None:
-        t = time.perf_counter()
-        if prep.entities:
-            self.store.upsert_entities(prep.entities)
-        if prep.relations:
-            self.store.upsert_relations(prep.relations)
-        self.store.upsert_triples(prep.edges)
         r = self.report
-        r.write_seconds += time.perf_counter() - t
+        if prep.entities:
+            with _timed(r, "entities"):
+                self.store.upsert_entities(prep.entities)
+        if prep.relations:
+            with _timed(r, "relations"):
+                self.store.upsert_relations(prep.relations)
+        with _timed(r, "triples"):
+            self.store.upsert_triples(prep.edges)
         r.loaded += len(prep.edges)
         r.batches += 1
         prog = LoadProgress(
@@ -584,14 +601,13 @@ def _prepare(
         return prep
     assert store is not None and embedder is not None
 
-    t = time.perf_counter()
-    have = store.existing_entities(list(names))
-    have |= writer.inflight_entities & names.keys()
-    new_ids = [i for i in names if i not in have]
-    have_rel = store.existing_relations(list(relations))
-    have_rel |= writer.inflight_relations & relations.keys()
-    new_rels = [r for r in relations if r not in have_rel]
-    report.write_seconds += time.perf_counter() - t
+    with _timed(report, "checks"):
+        have = store.existing_entities(list(names))
+        have |= writer.inflight_entities & names.keys()
+        new_ids = [i for i in names if i not in have]
+        have_rel = store.existing_relations(list(relations))
+        have_rel |= writer.inflight_relations & relations.keys()
+        new_rels = [r for r in relations if r not in have_rel]
 
     t = time.perf_counter()
     if new_ids:

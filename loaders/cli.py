@@ -187,6 +187,10 @@ def load(
             "(faster on CPUs with native bf16; cosine >= 0.9999 to fp32)."
         ),
     ] = Precision.fp32,
+    embed_threads: Annotated[
+        int | None,
+        typer.Option(min=1, help="torch threads while embedding (default: cores - 1)."),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Validate the whole input; write nothing.")
     ] = False,
@@ -217,6 +221,7 @@ def load(
             concepts=concepts.value,
             rdf_relations=rdf_relations.value,
             embed_precision=embed_precision.value,
+            embed_threads=embed_threads,
             limit=limit,
             on_error=on_error.value,
             rejects=rejects,

@@ -2,19 +2,27 @@
 
     question -> seeds -> neighbourhood -> prizes -> PCST -> Candidate S
 
-One entry point, `retrieve(question, store, embedder, ...)`; the knobs live in
-`RetrievalConfig`. Two prize rules:
+One entry point, `retrieve(question, store, embedder, config, topic_entities, ...)`; the
+knobs live in `RetrievalConfig` (keyword overrides accepted). Two prize rules:
 
 * `prizes="paper"`: the paper-faithful rule. Plain n-hop neighbourhood of the anchors
   (`store.neighbourhood`), node prizes k_v - rank by question-to-name cosine, edge prizes
   k_e - rank by question-to-relation cosine with G-Retriever's tie sharing and cost
-  lowering, PCST.
-* `prizes="default"`: relation-path prizes. Question-aware expansion (a beam of the
-  `k_edges` best relation paths per depth, scored against the question's tokens), then
-  k_nodes prizes drawn round-robin over the ranked path types, PCST. See `paths` and
-  `prizes.path_prizes` for the design.
+  lowering, PCST (`pcst.pcst`, G-Retriever's virtual edge nodes).
+* `prizes="default"`: relation-path prizes, designed to stay small on 3-hop questions:
+  1. question-aware expansion (`paths.expand_paths`): a beam of the k_e best relation paths
+     per depth from the anchors, a path scored by its distinct relations' token max-sim
+     to the question (`relations`) minus their mean; one store call per depth;
+  2. k_v node prizes k_v - r drawn round-robin over the ranked path types
+     (`prizes.path_prizes`), anchors k_v + 1;
+  3. plus the paper's node prizes for round(node_sim_share * k_v) nodes of that path
+     graph by question-to-name cosine (names the question mentions: a character, a title);
+  4. PCST with cost c and no edge prizes.
 
 Every store access goes through the GraphStore Protocol methods; no Cypher here.
+Timings: `seeds` (topic/name/fulltext lookups + vector seeds), `embed` (the question),
+`neighbourhood` (expansion incl. relation scoring; the paper rule's similarity calls),
+`pcst` (prizes incl. the default rule's name-similarity call, and PCST), `total`.
 """
 
 from __future__ import annotations
@@ -64,10 +72,17 @@ class RetrievalConfig(BaseModel):
     path_frontier: int = Field(
         16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
     )
-    node_sim_k: int = Field(0, ge=0, description="default rule: extra node prizes by name cosine")
+    node_sim_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="default rule: round(share * k_nodes) extra node prizes "
+        "k - rank by question-to-name cosine (the paper's node prizes) over the path graph",
+    )
     k_seed: int = Field(5, ge=0, description="vector seed entities")
-    vector_anchors: int = Field(1, ge=1, description="vector/fulltext seeds that anchor when "
-                                "no topic or name match exists")
+    vector_anchors: int = Field(
+        1, ge=1, description="vector/fulltext seeds that anchor when no topic or name match exists"
+    )
     name_match: bool = True
     fulltext_k: int = Field(3, ge=0)
 
@@ -108,8 +123,7 @@ def retrieve(
     """
     cfg = config or RetrievalConfig()
     if overrides:
-        cfg = cfg.model_copy(update=overrides)
-        cfg = RetrievalConfig.model_validate(cfg.model_dump())
+        cfg = RetrievalConfig.model_validate({**cfg.model_dump(), **overrides})
     check_hops(cfg.hops)
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
@@ -144,7 +158,10 @@ def retrieve(
     cand.timings_ms = timings
     log.debug(
         "retrieved |S|=%d nodes, %d edges from %d anchors in %.1f ms",
-        len(cand.nodes), len(cand.edges), len(anchors), timings["total"],
+        len(cand.nodes),
+        len(cand.edges),
+        len(anchors),
+        timings["total"],
     )
     return cand
 
@@ -210,14 +227,16 @@ def _default(question, store, embedder, enc, seeds: SeedSet, cfg, timings) -> Ca
         cfg.k_nodes,
         cfg.edge_cost,
     )
-    if cfg.node_sim_k > 0 and endpoints.size:
+    n_sim = round(cfg.node_sim_share * cfg.k_nodes)
+    if n_sim > 0 and endpoints.size:
         local = np.unique(endpoints)
         sim_map = store.entity_similarity([exp.ids[j] for j in local.tolist()], enc.vector)
         sims = np.array([sim_map.get(exp.ids[j], -1.0) for j in local.tolist()])
         extra = np.zeros(len(exp.ids))
-        extra[local] = rank_prizes(sims, cfg.node_sim_k)
-        prizes = Prizes(node=np.maximum(prizes.node, extra), edge=prizes.edge,
-                        edge_cost=prizes.edge_cost)
+        extra[local] = rank_prizes(sims, n_sim)
+        prizes = Prizes(
+            node=np.maximum(prizes.node, extra), edge=prizes.edge, edge_cost=prizes.edge_cost
+        )
     cand = _select(question, exp.ids, exp.names, edges, endpoints, prizes, seeds)
     cand.truncated = exp.truncated or one_hop.truncated
     timings["pcst"] = _ms(t)
@@ -236,7 +255,9 @@ def _select(
     res = pcst(len(ids), endpoints, prizes.node, prizes.edge, prizes.edge_cost)
     seed_ids = _seed_flags(seeds)
     nodes = [
-        CandidateNode(id=ids[j], name=names[j], prize=float(prizes.node[j]), seed=ids[j] in seed_ids)
+        CandidateNode(
+            id=ids[j], name=names[j], prize=float(prizes.node[j]), seed=ids[j] in seed_ids
+        )
         for j in res.nodes.tolist()
     ]
     cedges = [
@@ -251,8 +272,8 @@ def _select(
 __all__ = [
     "QuestionEncoding",
     "RetrievalConfig",
+    "graph_csv",
     "question_encoding",
     "retrieve",
     "textualise",
-    "graph_csv",
 ]

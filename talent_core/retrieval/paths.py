@@ -136,9 +136,7 @@ def expand_paths(
     for _depth in range(hops):
         if frontier_per_path > 0 and _depth > 0:
             frontier = {p: _top_support(sup, frontier_per_path) for p, sup in frontier.items()}
-        need = sorted(
-            {int(j) for sup in frontier.values() for j in np.flatnonzero(sup)} - expanded
-        )
+        need = sorted({int(j) for sup in frontier.values() for j in np.flatnonzero(sup)} - expanded)
         if need:
             sub = one_hop([out.ids[j] for j in need])
             out.store_calls += 1

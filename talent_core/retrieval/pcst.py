@@ -104,9 +104,7 @@ def pcst(
     )
     prizes = np.concatenate([node_prizes, edge_prizes[virt_idx] - edge_cost])
 
-    vertices, sel_edges = pcst_fast(
-        all_edges, prizes, costs, root, num_clusters, pruning, 0
-    )
+    vertices, sel_edges = pcst_fast(all_edges, prizes, costs, root, num_clusters, pruning, 0)
     vertices = np.asarray(vertices, dtype=np.int64)
     sel_edges = np.asarray(sel_edges, dtype=np.int64)
 
@@ -121,7 +119,9 @@ def pcst(
     return PCSTResult(node_sel.astype(np.int64), edge_sel.astype(np.int64))
 
 
-def is_connected(num_nodes: int, edges: np.ndarray, nodes: np.ndarray, edge_idx: np.ndarray) -> bool:
+def is_connected(
+    num_nodes: int, edges: np.ndarray, nodes: np.ndarray, edge_idx: np.ndarray
+) -> bool:
     """True when `nodes` with the edges `edge_idx` form one connected component (an empty
     selection and a single node count as connected)."""
     nodes = np.asarray(nodes, dtype=np.int64)

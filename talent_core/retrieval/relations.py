@@ -21,6 +21,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -70,7 +71,9 @@ def encode_question(embedder, question: str, relation_text: str | None = None) -
     if model is not None and hasattr(model, "encode"):
         try:
             outs = model.encode(
-                [question, rel_text], output_value=None, convert_to_numpy=True,
+                [question, rel_text],
+                output_value=None,
+                convert_to_numpy=True,
                 show_progress_bar=False,
             )
             vec = _normalise(np.asarray(outs[0]["sentence_embedding"], dtype=np.float32))
@@ -91,8 +94,8 @@ def encode_question(embedder, question: str, relation_text: str | None = None) -
 class RelationScorer:
     """Relation vectors (verbalised text, cached per model) and token max-sim scores."""
 
-    _caches: dict[str, dict[str, np.ndarray]] = {}
-    _lock = threading.Lock()
+    _caches: ClassVar[dict[str, dict[str, np.ndarray]]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, embedder):
         self.embedder = embedder

@@ -11,7 +11,7 @@ Sources (a seed found by several keeps all of them, in this order):
   "vector"   the top-k_seed entities by cosine similarity to the question vector.
 
 Anchors, the seeds the expansion starts from: the topic entities when given; else the name
-matches; else the fulltext hits (top `vector_anchors`); else the top `vector_anchors`
+matches (only the multi-word ones when there are any); else the fulltext hits (top `vector_anchors`); else the top `vector_anchors`
 vector seeds. Vector seeds are always recorded but only anchor as the last resort: on
 MetaQA a question's top vector hits are mostly look-alike titles whose neighbourhoods are
 noise.
@@ -23,15 +23,61 @@ import logging
 import re
 from collections.abc import Sequence
 
-from talent_core.text import normalise_name
 from talent_core.models import Entity, Seed
+from talent_core.text import normalise_name
 
 log = logging.getLogger(__name__)
 
 STOPWORDS = frozenset(
-    """a an and are as at be by did do does for from had has have how in is it its of on or
-    that the their them they this to was were what when where which who whom whose why will
-    with film films movie movies""".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "film",
+        "films",
+        "movie",
+        "movies",
+    ]
 )
 _EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}"
 MAX_NGRAM = 6
@@ -60,6 +106,11 @@ def question_spans(question: str, max_n: int = MAX_NGRAM) -> list[tuple[int, int
 def name_matches(question: str, store, max_n: int = MAX_NGRAM) -> list[Entity]:
     """Entities whose normalised name equals a question span; longest spans win, spans do
     not overlap. One `entities_by_name` call."""
+    return [e for e, _ in name_match_spans(question, store, max_n)]
+
+
+def name_match_spans(question: str, store, max_n: int = MAX_NGRAM) -> list[tuple[Entity, int]]:
+    """`name_matches` with the number of words of the span each entity matched."""
     spans = question_spans(question, max_n)
     if not spans:
         return []
@@ -68,7 +119,7 @@ def name_matches(question: str, store, max_n: int = MAX_NGRAM) -> list[Entity]:
     for e in found:
         by_name.setdefault(normalise_name(e.name), []).append(e)
     used = [False] * len(question.split())
-    out: list[Entity] = []
+    out: list[tuple[Entity, int]] = []
     seen: set[str] = set()
     for i, j, text in spans:  # longest first
         hits = by_name.get(normalise_name(text))
@@ -78,7 +129,7 @@ def name_matches(question: str, store, max_n: int = MAX_NGRAM) -> list[Entity]:
         for e in hits:
             if e.id not in seen:
                 seen.add(e.id)
-                out.append(e)
+                out.append((e, j - i))
     return out
 
 
@@ -141,13 +192,17 @@ def text_seeds(
     topic = resolve_topic(store, topic_entities or [])
     for e in topic:
         seeds.add(e, "topic", 1.0)
-    names = name_matches(question, store) if name_match else []
-    for e in names:
+    spans = name_match_spans(question, store) if name_match else []
+    for e, _ in spans:
         seeds.add(e, "name", 1.0)
     if topic:
         seeds.anchor([e.id for e in topic])
-    elif names:
-        seeds.anchor([e.id for e in names])
+    elif spans:
+        # multi-word matches are specific ("Some Mother's Son"); a one-word match is often a
+        # common word that happens to be an entity (MetaQA's tag "director"): one-word
+        # matches anchor only when no longer span matched
+        longest = max(n for _, n in spans)
+        seeds.anchor([e.id for e, n in spans if n >= 2 or longest == 1])
     elif fulltext_k > 0:
         hits = store.search_names(question, fulltext_k)
         for r, e in enumerate(hits):

@@ -1,0 +1,234 @@
+"""Bench: candidate retrieval (retrieve()) against the embedded FalkorDB store.
+
+For MetaQA (whole KG) and WebQSP-evidence (all 400 records merged into one KG):
+
+* quality tables: Hit / Recall / Precision / F1 / mean |S| for k_v = k_e in {3, 5, 10}, both
+  prize rules (`paper`, `default`), per MetaQA hop split (>= 300 dev questions each,
+  expansion depth = the split's hop count unless --expand-hops), and the no-graph baseline:
+  the store's vector top-|S| entities for the same question;
+* latency p50/p95 per stage (embed, seeds, neighbourhood, pcst, total) through the store,
+  and the SAME retrieve() over the in-memory CSR (bench/inmemory.py: numpy CSR, the stores'
+  own expansion code, same neighbourhood) as the baseline, with the ratio store/in-memory,
+  and how often both gave the identical S.
+
+The store is loaded once into `.talent/bench-retrieval` (gitignored) through the store API,
+with the same MiniLM vectors the in-memory baseline uses (cached under `.talent/cache`);
+`talent load` produces the same graph (ids = names, raw relation names embedded).
+Timings are measurements, never assertions; the JSON records the machine load average.
+
+    python bench/bench_retrieval.py --dataset metaqa [--hops 1 2 3] [--n 300]
+    python bench/bench_retrieval.py --dataset webqsp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+# One BLAS/OpenMP thread: on a shared 2-core machine two spinning thread pools (torch for
+# the question embedding, numpy for in-memory vector search) stall each other; measured
+# here at load ~10: MiniLM question embedding p50 686 ms with 2 threads, 85 ms with 1.
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "bench"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import inmemory as im
+
+from talent_core.metrics import macro_average, normalise_name, retrieval_scores
+from talent_core.models import Edge
+
+log = logging.getLogger("bench.retrieval")
+RESULTS = ROOT / "bench" / "results"
+DATA_DIR = ROOT / ".talent" / "bench-retrieval"
+STAGES = ("embed", "seeds", "neighbourhood", "pcst", "total")
+
+
+def open_store(graph: str):
+    from talent_core.store.falkordb import FalkorDBStore
+
+    return FalkorDBStore(DATA_DIR, graph)
+
+
+def ensure_loaded(store, kg: im.KG, force: bool = False) -> dict:
+    """Load the in-memory KG (names as ids, cached vectors) unless the store already holds it."""
+    st = store.stats()
+    if not force and st.triples == kg.n_edges and st.entities == kg.n_nodes:
+        return {"loaded": False, "seconds": 0.0}
+    t0 = time.perf_counter()
+    store.clear()
+    store.ensure_schema(int(kg.node_emb.shape[1]))
+    batch = 5000
+    rows = list(zip(kg.names, kg.names, kg.node_emb.tolist(), strict=True))
+    for i in range(0, len(rows), batch):
+        store.upsert_entities(rows[i : i + batch])
+    store.upsert_relations(list(zip(kg.rel_names, kg.rel_emb.tolist(), strict=True)))
+    edges = [
+        Edge(src=kg.names[s], rel=kg.rel_names[r], dst=kg.names[d])
+        for s, r, d in zip(kg.src.tolist(), kg.rel.tolist(), kg.dst.tolist(), strict=True)
+    ]
+    for i in range(0, len(edges), batch):
+        store.upsert_triples(edges[i : i + batch])
+    st = store.stats()
+    if st.triples != kg.n_edges or st.entities != kg.n_nodes:
+        raise SystemExit(f"store holds {st} after loading {kg.n_nodes} / {kg.n_edges}")
+    return {"loaded": True, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def percentiles(timings: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    out = {}
+    for k in STAGES:
+        vals = np.array([t.get(k, 0.0) for t in timings])
+        out[k] = {
+            "p50": round(float(np.percentile(vals, 50)), 2),
+            "p95": round(float(np.percentile(vals, 95)), 2),
+            "mean": round(float(vals.mean()), 2),
+        }
+    return out
+
+
+def run(store, questions, encodings, cfg, embedder, *, baseline: bool, timed: bool):
+    """`timed`: embed each question inside retrieve() (the latency runs); otherwise reuse
+    the precomputed encodings (quality only: their embed stage reads 0)."""
+    from talent_core.retrieval import retrieve
+
+    rows, base, timings, node_sets = [], [], [], []
+    trunc = 0
+    for q, enc in zip(questions, encodings, strict=True):
+        cand = retrieve(q.text, store, embedder, cfg, q.topic, encoding=None if timed else enc)
+        names = [n.name for n in cand.nodes]
+        rows.append(retrieval_scores(names, q.answers))
+        timings.append(cand.timings_ms)
+        node_sets.append(frozenset(n.id for n in cand.nodes))
+        trunc += cand.truncated
+        if baseline:
+            size = len({normalise_name(x) for x in names})
+            hits = store.top_entities(enc.vector, size) if size else []
+            base.append(retrieval_scores([h.entity.name for h in hits], q.answers))
+    out = {"candidate": macro_average(rows), "truncated_frac": trunc / max(1, len(rows))}
+    if timed:
+        out["latency_ms"] = percentiles(timings)
+        # the store's share: everything but the question embedding (same cost both ways)
+        out["latency_ms"]["total_minus_embed"] = percentiles(
+            [{"total": t["total"] - t.get("embed", 0.0)} for t in timings]
+        )["total"]
+    if baseline:
+        out["vector_topk_same_size"] = macro_average(base)
+    return out, node_sets
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", choices=["metaqa", "webqsp"], default="metaqa")
+    ap.add_argument("--hops", type=int, nargs="*", default=[1, 2, 3])
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--k", type=int, nargs="*", default=[3, 5, 10])
+    ap.add_argument("--prizes", nargs="*", default=["paper", "default"])
+    ap.add_argument("--expand-hops", type=int, default=0, help="0: the split's hop count")
+    ap.add_argument("--inmemory-k", type=int, default=10, help="k of the in-memory comparison")
+    ap.add_argument("--reload", action="store_true")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+
+    from talent_core.embedding import get_embedder
+    from talent_core.retrieval import RetrievalConfig, question_encoding
+    from talent_core.retrieval.relations import RelationScorer
+
+    emb = get_embedder()
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if args.dataset == "metaqa":
+        kg = im.attach_embeddings(im.load_metaqa_kg(), emb, "metaqa")
+        splits = {f"{h}-hop": (h, im.metaqa_questions(h, args.n)) for h in args.hops}
+    else:
+        recs = im.load_rog_records()
+        kg = im.attach_embeddings(im.load_rog_kg(recs), emb, "webqsp")
+        splits = {"dev": (2, im.rog_questions(recs)[: args.n])}
+    store = open_store(args.dataset)
+    load = ensure_loaded(store, kg, force=args.reload)
+    mem = im.InMemoryGraph(kg)
+    # every relation text embedded once up front (a long-lived process has them cached)
+    RelationScorer(emb).vectors(kg.rel_names)
+
+    out_path = args.out or RESULTS / f"retrieval_{args.dataset}.json"
+    results = json.loads(out_path.read_text()) if out_path.exists() else {}
+    results.update(
+        {
+            "dataset": args.dataset,
+            "store": "falkordb (embedded)",
+            "kg": {"entities": kg.n_nodes, "triples": kg.n_edges, "relations": len(kg.rel_names)},
+            "load": load,
+            "machine": {"cpus": os.cpu_count()},
+        }
+    )
+    for split, (hop, qs) in splits.items():
+        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
+        expand = args.expand_hops or hop
+        # warm-up: caches, connections, the FalkorDB query plans
+        for q, enc in list(zip(qs, encs, strict=True))[:10]:
+            from talent_core.retrieval import retrieve
+
+            retrieve(q.text, store, emb, RetrievalConfig(hops=expand), q.topic, encoding=enc)
+        split_res = results.setdefault("splits", {}).setdefault(split, {})
+        split_res["questions"] = len(qs)
+        split_res["expand_hops"] = expand
+        for rule in args.prizes:
+            for k in args.k:
+                cfg = RetrievalConfig(k_nodes=k, k_edges=k, hops=expand, prizes=rule)
+                load_before = os.getloadavg()[0]
+                t0 = time.perf_counter()
+                timed = k == args.inmemory_k
+                r, sets = run(store, qs, encs, cfg, emb, baseline=True, timed=timed)
+                r["config"] = cfg.model_dump()
+                r["load_avg_1m"] = round((load_before + os.getloadavg()[0]) / 2, 2)
+                if timed:
+                    m, msets = run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
+                    r["inmemory"] = {
+                        "candidate": m["candidate"],
+                        "latency_ms": m["latency_ms"],
+                        "identical_S_frac": float(
+                            np.mean([a == b for a, b in zip(sets, msets, strict=True)])
+                        ),
+                    }
+                    r["ratio_store_over_inmemory"] = {
+                        s: {
+                            p: round(r["latency_ms"][s][p] / max(m["latency_ms"][s][p], 1e-3), 2)
+                            for p in ("p50", "p95")
+                        }
+                        for s in (*STAGES, "total_minus_embed")
+                    }
+                split_res.setdefault(rule, {})[f"k={k}"] = r
+                c, b = r["candidate"], r["vector_topk_same_size"]
+                lat = r.get("latency_ms", {}).get("total", {"p50": 0.0, "p95": 0.0})
+                ratio = r.get("ratio_store_over_inmemory", {}).get("total", {})
+                print(
+                    f"{args.dataset} {split:6s} {rule:8s} k={k:<2d} hops={expand} "
+                    f"hit={c['hit']:.3f} R={c['recall']:.3f} P={c['precision']:.3f} "
+                    f"F1={c['f1']:.3f} |S|={c['size']:.1f} | vec hit={b['hit']:.3f} "
+                    f"| p50={lat['p50']:.1f} p95={lat['p95']:.1f} ms ratio={ratio} "
+                    f"load={r['load_avg_1m']} ({time.perf_counter() - t0:.0f}s)",
+                    flush=True,
+                )
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(results, indent=1))
+        tmp.replace(out_path)
+    print(f"wrote {out_path}")
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,176 @@
+"""Bench: retrieval latency on a synthetic KG of >= 2M triples (embedded FalkorDB store vs
+the same retrieve() over the in-memory CSR).
+
+The KG and its 1/2/3-hop questions come from `bench/synthetic_kg.py` (MetaQA format; made
+here if `.talent/bench/synth` lacks them). Entity vectors are the TEST-ONLY hash
+pseudo-embeddings (`loaders.embedders.HashEmbedder`, 384-d, the MiniLM dimension): embedding
+~350k synthetic names with MiniLM would take most of an hour on 2 cores and buys nothing
+for latency (the vector index holds 384-d vectors either way; names like "Actor 123" carry
+no meaning). Questions and relation texts use the real MiniLM embedder, so the relation
+paths the default rule follows are the ones a real question picks. Hit figures on this KG
+mean little (its 3-hop template is really four hops); latency is the point.
+
+    python bench/bench_retrieval_synth.py [--n 100] [--hops 1 2 3]
+
+Writes bench/results/retrieval_synth.json (per-stage p50/p95, store and in-memory, ratio).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
+    os.environ.setdefault(_v, "1")
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "bench"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import bench_retrieval as br
+import inmemory as im
+
+SYNTH = ROOT / ".talent" / "bench" / "synth"
+GRAPH = "synth"
+
+
+def ensure_synth(triples: int) -> None:
+    if (SYNTH / "kb.txt").exists() and (SYNTH / "qa_3hop.txt").exists():
+        return
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "synthetic_kg.py"), "--triples", str(triples),
+         "--out", str(SYNTH)],
+        check=True,
+    )  # fmt: skip
+
+
+def synth_questions(hop: int, n: int) -> list[im.Question]:
+    out = []
+    for i, line in enumerate((SYNTH / f"qa_{hop}hop.txt").read_text().splitlines()[:n]):
+        q, _, a = line.partition("\t")
+        out.append(
+            im.Question(
+                qid=f"synth-{hop}hop-{i}",
+                text=im._BRACKET.sub(r"\1", q),
+                topic=im._BRACKET.findall(q),
+                answers=[x for x in a.split("|") if x],
+            )
+        )
+    return out
+
+
+def hash_vectors(names: list[str], dim: int) -> np.ndarray:
+    cache = im.CACHE / f"synth-hash{dim}-{im._text_hash(names, 'hash')}.npy"
+    if cache.exists():
+        return np.load(cache)
+    from loaders.embedders import HashEmbedder
+
+    vecs = HashEmbedder(dim).encode(names)
+    im.CACHE.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vecs)
+    return vecs
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--triples", type=int, default=2_000_000)
+    ap.add_argument("--hops", type=int, nargs="*", default=[1, 2, 3])
+    ap.add_argument("--n", type=int, default=100, help="questions per hop template")
+    ap.add_argument("--prizes", nargs="*", default=["default", "paper"])
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--reload", action="store_true")
+    ap.add_argument("--out", type=Path, default=br.RESULTS / "retrieval_synth.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    from talent_core.embedding import get_embedder
+    from talent_core.retrieval import RetrievalConfig, question_encoding
+    from talent_core.retrieval.relations import RelationScorer
+
+    ensure_synth(args.triples)
+    t0 = time.perf_counter()
+    kg = im.load_metaqa_kg(SYNTH / "kb.txt")
+    emb = get_embedder()
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    kg.node_emb = hash_vectors(kg.names, emb.dimension)
+    kg.rel_emb = im.embed_cached(kg.rel_names, emb, "synth-relations")
+    print(f"synthetic KG: {kg.n_nodes} entities, {kg.n_edges} triples "
+          f"({time.perf_counter() - t0:.0f}s)", flush=True)  # fmt: skip
+
+    store = br.open_store(GRAPH)
+    load = br.ensure_loaded(store, kg, force=args.reload)
+    print(f"store: {store.stats()} load={load}", flush=True)
+    mem = im.InMemoryGraph(kg)
+    RelationScorer(emb).vectors(kg.rel_names)
+
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results.update(
+        {
+            "dataset": "synthetic (bench/synthetic_kg.py)",
+            "kg": {"entities": kg.n_nodes, "triples": kg.n_edges, "relations": len(kg.rel_names)},
+            "entity_vectors": "hash pseudo-embeddings, 384-d (latency only)",
+            "load": load,
+            "machine": {"cpus": os.cpu_count()},
+        }
+    )
+    for hop in args.hops:
+        qs = synth_questions(hop, args.n)
+        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
+        for rule in args.prizes:
+            cfg = RetrievalConfig(k_nodes=args.k, k_edges=args.k, hops=hop, prizes=rule)
+            from talent_core.retrieval import retrieve
+
+            for q in qs[:5]:  # warm-up
+                retrieve(q.text, store, emb, cfg, q.topic)
+            la = os.getloadavg()[0]
+            t1 = time.perf_counter()
+            r, sets = br.run(store, qs, encs, cfg, emb, baseline=False, timed=True)
+            m, msets = br.run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
+            r["config"] = cfg.model_dump()
+            r["load_avg_1m"] = round((la + os.getloadavg()[0]) / 2, 2)
+            r["inmemory"] = {
+                "candidate": m["candidate"],
+                "latency_ms": m["latency_ms"],
+                "identical_S_frac": float(
+                    np.mean([a == b for a, b in zip(sets, msets, strict=True)])
+                ),
+            }
+            r["ratio_store_over_inmemory"] = {
+                s: {
+                    p: round(r["latency_ms"][s][p] / max(m["latency_ms"][s][p], 1e-3), 2)
+                    for p in ("p50", "p95")
+                }
+                for s in br.STAGES
+            }
+            results.setdefault("splits", {}).setdefault(f"{hop}-hop", {})[rule] = r
+            lat, mlat = r["latency_ms"]["total"], m["latency_ms"]["total"]
+            print(
+                f"synth {hop}-hop {rule:8s} k={args.k} |S|={r['candidate']['size']:.1f} "
+                f"hit={r['candidate']['hit']:.3f} store p50={lat['p50']:.1f} "
+                f"p95={lat['p95']:.1f} ms | in-memory p50={mlat['p50']:.1f} "
+                f"p95={mlat['p95']:.1f} ms | same S {r['inmemory']['identical_S_frac']:.2f} "
+                f"load={r['load_avg_1m']} ({time.perf_counter() - t1:.0f}s)",
+                flush=True,
+            )
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            tmp = args.out.with_suffix(".tmp")
+            tmp.write_text(json.dumps(results, indent=1))
+            tmp.replace(args.out)
+    store.close()
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

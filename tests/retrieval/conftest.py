@@ -1,0 +1,21 @@
+"""Fixtures for the retrieval tests; the helpers live in retrieval_helpers.py."""
+
+from __future__ import annotations
+
+import pytest
+from retrieval_helpers import FIXTURES, BowEmbedder, DictStore, read_triples
+
+
+@pytest.fixture(scope="session")
+def bow() -> BowEmbedder:
+    return BowEmbedder()
+
+
+@pytest.fixture(scope="session")
+def metaqa_triples() -> list[tuple[str, str, str]]:
+    return read_triples(FIXTURES / "metaqa" / "kb.txt")
+
+
+@pytest.fixture(scope="session")
+def dict_store(metaqa_triples, bow) -> DictStore:
+    return DictStore(metaqa_triples, bow)
