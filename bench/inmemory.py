@@ -93,6 +93,10 @@ def kg_from_triples(triples: Sequence[tuple[str, str, str]]) -> KG:
     seen: set[tuple[int, int, int]] = set()
     src, dst, rel = [], [], []
     for h, r, t in triples:
+        # as the loaders do (the stores reject keys with surrounding whitespace)
+        h, r, t = h.strip(), r.strip(), t.strip()
+        if not (h and r and t):
+            continue
         hi = ids.setdefault(h, len(ids))
         ti = ids.setdefault(t, len(ids))
         ri = rels.setdefault(r, len(rels))
@@ -294,7 +298,12 @@ def metaqa_questions(hop: int, n: int, seed: int = 0) -> list[Question]:
 
 def rog_questions(records: Sequence[dict]) -> list[Question]:
     return [
-        Question(qid=r["id"], text=r["question"], topic=list(r["q_entity"]), answers=r["answer"])
+        Question(
+            qid=r["id"],
+            text=r["question"],
+            topic=[x.strip() for x in r["q_entity"]],
+            answers=[x.strip() for x in r["answer"]],
+        )
         for r in records
     ]
 

@@ -72,6 +72,10 @@ class RetrievalConfig(BaseModel):
     path_frontier: int = Field(
         16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
     )
+    extend: int = Field(0, ge=0, description="default rule: best path types extended per depth")
+    min_expand_score: float | None = Field(
+        None, description="default rule: path types scoring at most this are not extended"
+    )
     node_sim_share: float = Field(
         0.5,
         ge=0,
@@ -212,6 +216,8 @@ def _default(question, store, embedder, enc, seeds: SeedSet, cfg, timings) -> Ca
         hops=cfg.hops,
         beam=cfg.k_edges,
         frontier_per_path=cfg.path_frontier,
+        min_expand_score=cfg.min_expand_score,
+        extend=cfg.extend,
     )
     timings["neighbourhood"] = _ms(t)
 
