@@ -12,7 +12,8 @@ knobs live in `RetrievalConfig` (keyword overrides accepted). Two prize rules:
 * `prizes="default"`: relation-path prizes, designed to stay small on 3-hop questions:
   1. question-aware expansion (`paths.expand_paths`): a beam of the k_e best relation paths
      per depth from the anchors, a path scored by its distinct relations' token max-sim
-     to the question (`relations`) minus their mean; one store call per depth;
+     to the question (`relations`) minus their mean; the best `extend` of them go one hop
+     deeper (each passing on at most `path_frontier` ends); one store call per depth;
   2. k_v node prizes k_v - r drawn round-robin over the ranked path types
      (`prizes.path_prizes`), anchors k_v + 1;
   3. plus the paper's node prizes for round(node_sim_share * k_v) nodes of that path
@@ -72,9 +73,8 @@ class RetrievalConfig(BaseModel):
     path_frontier: int = Field(
         16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
     )
-    extend: int = Field(0, ge=0, description="default rule: best path types extended per depth")
-    min_expand_score: float | None = Field(
-        None, description="default rule: path types scoring at most this are not extended"
+    extend: int = Field(
+        4, ge=0, description="default rule: best path types extended to the next depth (0: all)"
     )
     node_sim_share: float = Field(
         0.5,
@@ -216,7 +216,6 @@ def _default(question, store, embedder, enc, seeds: SeedSet, cfg, timings) -> Ca
         hops=cfg.hops,
         beam=cfg.k_edges,
         frontier_per_path=cfg.path_frontier,
-        min_expand_score=cfg.min_expand_score,
         extend=cfg.extend,
     )
     timings["neighbourhood"] = _ms(t)

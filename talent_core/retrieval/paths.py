@@ -91,7 +91,6 @@ def expand_paths(
     hops: int = 2,
     beam: int = 10,
     frontier_per_path: int = 0,
-    min_expand_score: float | None = None,
     extend: int = 0,
 ) -> PathExpansion:
     """Beam search over relation paths of length 1..hops from `anchors` ((id, name) pairs).
@@ -99,8 +98,9 @@ def expand_paths(
     `frontier_per_path` > 0: a kept path type passes only its best-supported ends (at most
     that many) on to the next depth; its other ends stay ends. This bounds the store work
     of the last hop (the frontier is at most beam * frontier_per_path nodes).
-    `min_expand_score`: a kept path type scoring at most this is an end, not extended
-    (None: every kept type is extended)."""
+    `extend` > 0: only the best `extend` kept types of a depth are extended to the next
+    depth; the others stay ends (and compete for prizes). Most of the store work of a
+    deeper hop is the hubs that low-ranked types reach (a film's genre, year, language)."""
     out = PathExpansion()
     index: dict[str, int] = {}
 
@@ -199,7 +199,7 @@ def expand_paths(
             break
         scored = sorted(((p, path_score(p, s, tau)) for p in cands), key=_rank_key)[:beam]
         nxt: dict[tuple[str, ...], np.ndarray] = {}
-        for p, score in scored:
+        for p, _score in scored:
             parent, r = cands[p]
             w = weights[parent]
             m = (w > 0) & (RL == r)
@@ -210,9 +210,7 @@ def expand_paths(
             if not sup.any():
                 continue
             found.append((p, sup, np.unique(EI[m])))
-            if (min_expand_score is None or score > min_expand_score) and (
-                extend <= 0 or len(nxt) < extend
-            ):
+            if extend <= 0 or len(nxt) < extend:
                 nxt[p] = sup
         frontier = nxt
 

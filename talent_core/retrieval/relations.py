@@ -54,6 +54,14 @@ class QuestionEncoding:
     tokens: np.ndarray  # (T, d) normalised token vectors of the relation text (T >= 1)
 
 
+def _np(x) -> np.ndarray:
+    """A torch tensor (any device/dtype) or array-like as a numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
+        return x.numpy()
+    return np.asarray(x)
+
+
 def _normalise(m: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(m, axis=-1, keepdims=True)
     return m / np.maximum(n, 1e-12)
@@ -76,11 +84,11 @@ def encode_question(embedder, question: str, relation_text: str | None = None) -
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-            vec = _normalise(np.asarray(outs[0]["sentence_embedding"], dtype=np.float32))
+            vec = _normalise(_np(outs[0]["sentence_embedding"]).astype(np.float32))
             tok = outs[1]
-            mask = np.asarray(tok["attention_mask"]).astype(bool)
-            emb = np.asarray(tok["token_embeddings"], dtype=np.float32)[mask]
-            ids = np.asarray(tok["input_ids"])[mask]
+            mask = _np(tok["attention_mask"]).astype(bool)
+            emb = _np(tok["token_embeddings"]).astype(np.float32)[mask]
+            ids = _np(tok["input_ids"])[mask]
             special = set(getattr(model.tokenizer, "all_special_ids", []) or [])
             keep = np.array([int(i) not in special for i in ids], dtype=bool)
             emb = emb[keep] if keep.any() else emb

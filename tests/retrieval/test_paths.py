@@ -100,6 +100,19 @@ def test_beam_limits_types_per_depth_and_frontier_cap():
     assert not {"F1", "F2"} <= set(depth3)
 
 
+def test_extend_limits_which_types_go_deeper():
+    spy = OneHopSpy()
+    exp = expand_paths([("X", "X")], spy, _scores, hops=2, beam=10, extend=1)
+    # depth 1 keeps all three relations as types, but only directed_by (the best) goes on
+    assert {t.rels for t in exp.types if len(t.rels) == 1} == {
+        ("directed_by",),
+        ("starred_actors",),
+        ("has_genre",),
+    }
+    assert all(t.rels[0] == "directed_by" for t in exp.types if len(t.rels) == 2)
+    assert spy.frontiers[1] == ["D"]  # neither A3 nor the genre hub G was fetched
+
+
 def test_no_anchors_or_no_edges():
     spy = OneHopSpy()
     exp = expand_paths([], spy, _scores, hops=2, beam=10)
