@@ -120,3 +120,19 @@ def test_no_anchors_or_no_edges():
     exp = expand_paths([("lonely", "Lonely")], spy, _scores, hops=2, beam=10)
     assert exp.types == [] and exp.ids == ["lonely"]
     assert np.array_equal(exp.anchors, [0])
+
+
+def test_one_hop_shares_the_node_and_edge_budget(dict_store):
+    from talent_core.retrieval.neighbourhood import OneHop, check_hops, neighbourhood
+
+    one = OneHop(dict_store, fanout=50, max_nodes=5, max_edges=1000)
+    sub = one(["The Matrix"])
+    assert 0 < len(sub.nodes) <= 5 + 1 and one.truncated  # the Matrix has more neighbours
+    assert one([]).nodes == [] and one.calls == 1
+    # budget spent: further frontiers are cut without a store call
+    assert one(["Speed"]).truncated and one.calls == 1
+    with pytest.raises(ValueError, match="hops"):
+        check_hops(4)
+    assert neighbourhood(dict_store, [], hops=2).nodes == []
+    full = neighbourhood(dict_store, ["The Matrix"], hops=1, fanout=2)
+    assert full.truncated and len(full.edges) == 2
