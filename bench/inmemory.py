@@ -371,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dataset", choices=["metaqa", "webqsp"], default="metaqa")
     ap.add_argument("--hops", type=int, nargs="*", default=[1, 2, 3], help="MetaQA splits")
     ap.add_argument("--n", type=int, default=300, help="questions per split")
+    ap.add_argument("--seed", type=int, default=0, help="sample seed (0: the reported sample)")
     ap.add_argument("--k", type=int, nargs="*", default=[3, 5, 10])
     ap.add_argument("--prizes", nargs="*", default=["paper", "default"])
     ap.add_argument("--expand-hops", type=int, default=0, help="0 = the split's hop count")
@@ -387,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     if args.dataset == "metaqa":
         kg = attach_embeddings(load_metaqa_kg(), emb, "metaqa")
-        splits = {f"{h}-hop": (h, metaqa_questions(h, args.n)) for h in args.hops}
+        splits = {f"{h}-hop": (h, metaqa_questions(h, args.n, args.seed)) for h in args.hops}
     else:
         recs = load_rog_records()
         kg = attach_embeddings(load_rog_kg(recs), emb, "webqsp")
