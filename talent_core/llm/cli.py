@@ -92,7 +92,8 @@ def train_retriever(
     lam: Annotated[float, typer.Option("--lam", help="weak-positive weight lambda (paper: "
                                        "0.001 WebQSP, 0.01 CWQ/ExplaGraphs)")] = 0.001,
     eos_weight: Annotated[float, typer.Option(help="weight of the EOS token ending the "
-                                              "target line (teaches where the list stops)")]
+                                              "target line (teaches where the list stops; "
+                                              "0 = eq. 13 literally)")]
     = 1.0,
     epochs: Epochs = 3,
     lr: Lr = 5e-5,

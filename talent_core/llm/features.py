@@ -66,18 +66,14 @@ def encode_weighted(
     rendered: Rendered,
     target: TargetLine,
     weak_weight: float,
-    eos_weight: float | None,
+    eos_weight: float,
     whole_target: bool = False,
 ) -> tuple[list[int], list[float], int]:
     """Tokenise prompt + target + EOS together and weight the tokens.
 
     ``whole_target``: every character of the target line has weight 1 (generator SFT);
-    otherwise names of class P get 1, class W ``weak_weight``, separators 0.
-    ``eos_weight=None`` ("auto"): the EOS takes the weight of the name it follows (lambda
-    after a weak node, 1 after a gold answer or an empty line)."""
-    if eos_weight is None:
-        last = target.spans[-1].cls if target.spans and not whole_target else "P"
-        eos_weight = weak_weight if last == "W" else 1.0
+    otherwise names of class P get 1, class W ``weak_weight``, separators 0; the EOS token
+    after the line gets ``eos_weight``."""
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("a fast tokenizer (offset mappings) is needed for token weights")
     eos = _eos_text(tokenizer)
@@ -118,7 +114,7 @@ def retriever_features(
     candidate: Candidate,
     gold: Sequence[str],
     lam: float,
-    eos_weight: float | None,
+    eos_weight: float,
     max_length: int,
     task: Task = "kgqa",
     model_name: str | None = None,

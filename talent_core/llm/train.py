@@ -7,8 +7,8 @@ warmup ratio 0.03 (linear schedule), batch 1 with gradient accumulation 8; lambd
 * Loss: sum over an example's tokens of w_t * NLL, mean over the examples of an optimizer
   step (the accumulation group).
 * End of list: the EOS token after the target line has weight ``eos_weight`` (default 1.0;
-  eq. 13 alone would give it 0 and nothing would teach the model where to stop). The
-  generator's EOS always has weight 1 (standard SFT).
+  eq. 13 alone would give it 0 and nothing would teach the model where to stop; see `loss`
+  for the measured effect). The generator's EOS always has weight 1 (standard SFT).
 * Prompt length: ``max_length`` tokens for prompt + target + EOS; rows of S are dropped to fit
   (see `context`), never the question, the instructions or the target. An example that does
   not fit even without rows is skipped with a warning (counted in the metrics).
@@ -71,7 +71,7 @@ class TrainConfig(BaseModel):
     base_model: str | None = None  # None: settings.base_model
     task: Task = "kgqa"
     lam: float = 0.001  # weak-positive weight (retriever)
-    eos_weight: float | None = 1.0  # EOS after the target line; None: weight of the last name
+    eos_weight: float = 1.0  # the EOS token after the target line (0: eq. 13 literally)
     epochs: int = 3
     lr: float = 5e-5
     warmup_ratio: float = 0.03
