@@ -65,17 +65,17 @@ Topic = Annotated[
 ]
 
 
-def _retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout, prizes) -> dict:
+def _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes):
+    """RetrievalConfig from the CLI options (unset options keep their defaults)."""
     from talent_core.retrieval import RetrievalConfig
 
-    defaults = RetrievalConfig()
     values = dict(k_nodes=k_nodes, k_edges=k_edges, hops=hops, edge_cost=edge_cost,
                   fanout=fanout, prizes=prizes)
-    unknown = [k for k in values if k not in type(defaults).model_fields]
+    unknown = [k for k in values if k not in RetrievalConfig.model_fields]
     if unknown:  # pragma: no cover - guards a drift between CLI and config
         raise RuntimeError(f"RetrievalConfig lacks {unknown}")
     try:
-        return RetrievalConfig(**{k: v for k, v in values.items() if v is not None}).model_dump()
+        return RetrievalConfig(**{k: v for k, v in values.items() if v is not None})
     except ValueError as e:
         raise _fail(str(e)) from None
 
@@ -116,15 +116,13 @@ def retrieve(
     """Candidate subgraph S for a question (or every question of --questions FILE)."""
     from talent_core.pipeline import Pipeline
     from talent_core.questions import QuestionFileError, read_questions
-    from talent_core.retrieval import RetrievalConfig
 
     _logging(verbose)
     if (question is None) == (questions is None):
         raise _fail("give either a QUESTION or --questions FILE")
     if fmt not in (None, "metaqa", "rog"):
         raise _fail(f"--format must be metaqa or rog, not {fmt!r}")
-    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
-                                                    prizes))
+    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
     pipe = Pipeline(retrieval=config)
     try:
         if question is not None:
@@ -183,7 +181,6 @@ def ask(
 ) -> None:
     """Answer a question with the full pipeline and show its evidence."""
     from talent_core.pipeline import Pipeline
-    from talent_core.retrieval import RetrievalConfig
 
     _logging(verbose)
     for d in (retriever, generator):
@@ -191,8 +188,7 @@ def ask(
             raise _fail(f"{d}: not an adapter directory")
     if no_retriever and retriever is not None:
         raise _fail("--no-retriever and --retriever exclude each other")
-    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
-                                                    prizes))
+    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
     pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
                     base_model=base_model)
     try:
@@ -248,11 +244,9 @@ def examples(
     from talent_core.llm.data import TrainingExample, write_examples
     from talent_core.pipeline import Pipeline
     from talent_core.questions import QuestionFileError, read_questions
-    from talent_core.retrieval import RetrievalConfig
 
     _logging(verbose)
-    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
-                                                    prizes))
+    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
     pipe = Pipeline(retrieval=config)
     try:
         recs = list(read_questions(questions, fmt, limit))
@@ -295,13 +289,11 @@ def eval_cmd(
     from talent_core.llm.data import write_jsonl
     from talent_core.pipeline import Pipeline
     from talent_core.questions import QuestionFileError, read_questions
-    from talent_core.retrieval import RetrievalConfig
 
     _logging(verbose)
     if mode not in ("retrieval", "full", "no-retriever"):
         raise _fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
-    config = RetrievalConfig(**_retrieval_overrides(k_nodes, k_edges, hops, edge_cost, fanout,
-                                                    prizes))
+    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
     pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
                     base_model=base_model)
     try:
