@@ -28,5 +28,8 @@ test: install
 test-slow: install
 	$(PY) -m pytest -q -m slow
 
+lint: install
+	$(VENV)/bin/ruff check .
+
 clean:
 	rm -rf $(VENV) .talent

@@ -215,7 +215,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None, help="data dir to keep (default: temp)")
     ap.add_argument("--batch-size", type=int, default=None)
     ap.add_argument("--no-embed-run", action="store_true",
-                    help="also load with the hash pseudo-embedder (store + loader rate)")  # fmt: skip
+                    help="also load with the hash pseudo-embedder (store + loader rate)")
     ap.add_argument("--skip-webqsp", action="store_true")
     ap.add_argument("--embed-threads", type=int, default=None, help="default: cores - 1")
     ap.add_argument("--embed-precision", choices=["fp32", "bf16"], default="fp32")
@@ -249,7 +249,7 @@ def main() -> None:
         c = out["minilm"]["counts"]
         out["ok"] = all(c[k] == expected[k] for k in expected)
         if args.no_embed_run:
-            from loaders.embedders import HashEmbedder
+            from talent_core.embedding import HashEmbedder
 
             out["hash_embedder"] = run_metaqa(
                 data, work, base, HashEmbedder(embedder.dimension), "bench_metaqa_hash"

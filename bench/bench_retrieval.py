@@ -45,7 +45,7 @@ for p in (ROOT, ROOT / "bench"):
 
 import inmemory as im
 
-from talent_core.metrics import macro_average, normalise_name, retrieval_scores
+from talent_core.metrics import answer_key, macro_average, retrieval_scores
 from talent_core.models import Edge
 
 log = logging.getLogger("bench.retrieval")
@@ -112,7 +112,7 @@ def run(store, questions, encodings, cfg, embedder, *, baseline: bool, timed: bo
         node_sets.append(frozenset(n.id for n in cand.nodes))
         trunc += cand.truncated
         if baseline:
-            size = len({normalise_name(x) for x in names})
+            size = len({answer_key(x) for x in names})
             hits = store.top_entities(enc.vector, size) if size else []
             base.append(retrieval_scores([h.entity.name for h in hits], q.answers))
     out = {"candidate": macro_average(rows), "truncated_frac": trunc / max(1, len(rows))}

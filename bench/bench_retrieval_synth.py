@@ -72,7 +72,7 @@ def hash_vectors(names: list[str], dim: int) -> np.ndarray:
     cache = im.CACHE / f"synth-hash{dim}-{im._text_hash(names, 'hash')}.npy"
     if cache.exists():
         return np.load(cache)
-    from loaders.embedders import HashEmbedder
+    from talent_core.embedding import HashEmbedder
 
     vecs = HashEmbedder(dim).encode(names)
     im.CACHE.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=None, help="store data dir")
     ap.add_argument("--graph", default="bench_metaqa")
     ap.add_argument("--store", choices=["embedded", "neo4j"], default="embedded",
-                    help="neo4j: NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD from the environment")  # fmt: skip
+                    help="neo4j: NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD from the environment")
     ap.add_argument("--load", action="store_true", help="load MetaQA first (fresh graph)")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--k", type=int, default=10)
@@ -98,7 +98,7 @@ def main() -> None:
                 hits += 1
             else:
                 misses.append({"name": name, "rank": rank,
-                               "top": [(s.entity.name, round(s.score, 4)) for s in top[:3]]})  # fmt: skip
+                               "top": [(s.entity.name, round(s.score, 4)) for s in top[:3]]})
         query_seconds = time.perf_counter() - t
         out = {
             "store": st.store,

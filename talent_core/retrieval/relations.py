@@ -54,14 +54,6 @@ class QuestionEncoding:
     tokens: np.ndarray  # (T, d) normalised token vectors of the relation text (T >= 1)
 
 
-def _np(x) -> np.ndarray:
-    """A torch tensor (any device/dtype) or array-like as a numpy array."""
-    if hasattr(x, "detach"):
-        x = x.detach().float().cpu() if x.is_floating_point() else x.detach().cpu()
-        return x.numpy()
-    return np.asarray(x)
-
-
 def _normalise(m: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(m, axis=-1, keepdims=True)
     return m / np.maximum(n, 1e-12)
@@ -75,26 +67,10 @@ def encode_question(embedder, question: str, relation_text: str | None = None) -
     test double with only `encode`) fall back to the relation text's sentence vector as its
     single "token"."""
     rel_text = relation_text if relation_text else question
-    model = getattr(embedder, "_model", None)
-    if model is not None and hasattr(model, "encode"):
-        try:
-            outs = model.encode(
-                [question, rel_text],
-                output_value=None,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-            vec = _normalise(_np(outs[0]["sentence_embedding"]).astype(np.float32))
-            tok = outs[1]
-            mask = _np(tok["attention_mask"]).astype(bool)
-            emb = _np(tok["token_embeddings"]).astype(np.float32)[mask]
-            ids = _np(tok["input_ids"])[mask]
-            special = set(getattr(model.tokenizer, "all_special_ids", []) or [])
-            keep = np.array([int(i) not in special for i in ids], dtype=bool)
-            emb = emb[keep] if keep.any() else emb
-            return QuestionEncoding(vector=vec, tokens=_normalise(emb))
-        except (TypeError, KeyError, AttributeError) as e:  # pragma: no cover - odd models
-            log.debug("no token embeddings from %r (%s); sentence-level relation scores", model, e)
+    encode_tokens = getattr(embedder, "encode_tokens", None)
+    if encode_tokens is not None:
+        (vec, _), (_, tokens) = encode_tokens([question, rel_text])
+        return QuestionEncoding(vector=vec, tokens=tokens)
     vecs = np.asarray(embedder.encode([question, rel_text]), dtype=np.float32)
     return QuestionEncoding(vector=_normalise(vecs[0]), tokens=_normalise(vecs[1:2]))
 

@@ -11,7 +11,8 @@ Sources (a seed found by several keeps all of them, in this order):
   "vector"   the top-k_seed entities by cosine similarity to the question vector.
 
 Anchors, the seeds the expansion starts from: the topic entities when given; else the name
-matches (only the multi-word ones when there are any); else the fulltext hits (top `vector_anchors`); else the top `vector_anchors`
+matches (only the multi-word ones when there are any); else the fulltext hits (top
+`vector_anchors`); else the top `vector_anchors`
 vector seeds. Vector seeds are always recorded but only anchor as the last resort: on
 MetaQA a question's top vector hits are mostly look-alike titles whose neighbourhoods are
 noise.

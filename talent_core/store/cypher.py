@@ -6,13 +6,13 @@ name falls back to `cypher/neo4j/`.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 DIALECTS = ("neo4j", "falkordb")
 
 
-@lru_cache(maxsize=None)
+@cache
 def statement(name: str, dialect: str = "neo4j") -> str:
     if dialect not in DIALECTS:
         raise ValueError(f"unknown Cypher dialect {dialect!r}; expected one of {DIALECTS}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from loader_helpers import SHARED, FakeStore
 
-from loaders.embedders import HashEmbedder
+from talent_core.embedding import HashEmbedder
 
 
 @pytest.fixture

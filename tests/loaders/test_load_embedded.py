@@ -9,8 +9,8 @@ from pathlib import Path
 from loader_helpers import FIXTURES
 
 from loaders.api import load_path
-from loaders.embedders import HashEmbedder
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder
 
 DIM = 16
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from loader_helpers import FIXTURES
 
-from loaders.embedders import HashEmbedder, make_embedder, parse_hash_model
+from loaders.embedders import make_embedder
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder, parse_hash_model
 
 
 def test_hash_embedder_is_deterministic_and_normalised():
@@ -39,3 +40,13 @@ def test_bf16_names_match_fp32_embeddings():
         assert cos.min() > 0.999
     else:  # no native bf16 on this CPU: the fallback is fp32 itself
         assert cos.min() > 0.99999
+
+
+def test_get_embedder_hash_is_usable_by_the_pipeline() -> None:
+    from talent_core.embedding import get_embedder
+    from talent_core.retrieval import question_encoding
+
+    emb = get_embedder("hash:8")
+    assert isinstance(emb, HashEmbedder) and emb.dimension == 8
+    enc = question_encoding(emb, "who directed [Alien]", ["Alien"])  # no token outputs: fallback
+    assert enc.vector.shape == (8,) and enc.tokens.shape == (1, 8)

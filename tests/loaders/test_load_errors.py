@@ -11,7 +11,7 @@ from loader_helpers import BAD, FIXTURES, FakeStore
 
 from loaders.api import load_path
 from loaders.base import LoadError
-from loaders.embedders import HashEmbedder
+from talent_core.embedding import HashEmbedder
 
 
 def load(path, fmt, store, tmp_path: Path, **kw):

@@ -12,8 +12,8 @@ from loader_helpers import FIXTURES, FakeStore
 
 from loaders.api import load_path
 from loaders.base import LoadError
-from loaders.embedders import HashEmbedder
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder
 
 
 def _load(store, tmp_path, name="rmanluo/RoG-webqsp", split="test"):

@@ -11,8 +11,8 @@ from loader_helpers import BAD, FIXTURES, FakeStore
 
 from loaders.api import dataset_name, detect_format, load_path
 from loaders.base import LoadError
-from loaders.embedders import HashEmbedder
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder
 
 KB = FIXTURES / "metaqa" / "kb.txt"
 

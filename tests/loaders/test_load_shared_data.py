@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from loaders.api import load_path
-from loaders.embedders import HashEmbedder
 from talent_core.config import Settings
+from talent_core.embedding import HashEmbedder
 
 pytestmark = pytest.mark.data
 

@@ -1,4 +1,5 @@
-"""Retrieval test helpers (imported by conftest.py and the tests): a bag-of-words embedder (no model) and a dict-backed store.
+"""Retrieval test helpers (imported by conftest.py and the tests): a bag-of-words embedder
+(no model) and a dict-backed store.
 
 `BowEmbedder`: each lowercase word (letters/digits; `_` and `.` split words) gets a fixed
 pseudo-random unit vector; a text is the normalised sum of its words' vectors. Cosine

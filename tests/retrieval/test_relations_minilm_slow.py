@@ -32,3 +32,12 @@ def test_token_vectors_and_relation_choice(minilm):
     enc = question_encoding(minilm, "when was The Matrix released", ["The Matrix"])
     s = RelationScorer(minilm).scores(enc, rels)
     assert max(s, key=s.get) == "release_year"
+
+
+def test_encode_tokens_drops_special_tokens(minilm):
+    texts = ["Alien", "what films did Ridley Scott direct"]
+    out = minilm.encode_tokens(texts)
+    for text, (vec, tokens) in zip(texts, out, strict=True):
+        n_words = len(minilm._model.tokenizer(text, add_special_tokens=False)["input_ids"])
+        assert tokens.shape == (n_words, minilm.dimension)  # [CLS]/[SEP] dropped
+        assert float(vec @ minilm.encode_one(text)) > 0.999

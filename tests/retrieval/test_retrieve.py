@@ -108,7 +108,7 @@ def test_embedded_falkordb_store_gives_the_same_candidates(embedded_store, metaq
     same = total = 0
     for hop in (1, 2, 3):
         for rule in ("default", "paper"):
-            for q, topic, answers in metaqa_fixture_questions(hop)[:6]:
+            for q, topic, _answers in metaqa_fixture_questions(hop)[:6]:
                 cfg = RetrievalConfig(hops=hop, prizes=rule)
                 a = retrieve(q, store, bow, cfg, topic)
                 b = retrieve(q, ref, bow, cfg, topic)
