@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     # converted once to safetensors under `model_cache_dir`.
     base_model: str = "smollm2"
     model_cache_dir: Path = Path("~/.cache/talent").expanduser()
+    # greedy decoding limits of the LLM retriever's name list and the generator's answer
+    retriever_max_new_tokens: int = Field(256, ge=1)
+    generator_max_new_tokens: int = Field(128, ge=1)
 
 
 @lru_cache(maxsize=1)

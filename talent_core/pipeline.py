@@ -63,8 +63,11 @@ class Pipeline:
         if self._models is None:
             from talent_core.llm.infer import load_models
 
+            s = self.settings
             self._models = load_models(
-                self.base_model, self.retriever_dir, self.generator_dir, self.settings
+                self.base_model, self.retriever_dir, self.generator_dir, s,
+                retriever_max_new_tokens=s.retriever_max_new_tokens,
+                generator_max_new_tokens=s.generator_max_new_tokens,
             )
         return self._models
 
