@@ -181,8 +181,15 @@ def lora_speed(arch: str, length: int, gc_on: bool, device: str, steps: int, tmp
     return row
 
 
-def decode_speed(arch: str, prompt_len: int, new_tokens: int, device: str) -> dict[str, Any]:
+def decode_speed(arch: str, prompt_len: int, new_tokens: int, device: str,
+                 variant: str = "lora") -> dict[str, Any]:
+    """Greedy decoding speed; variant "lora" (peft model, adapter unmerged: what
+    `LoadedLM.generate` runs), "merged" (adapter merged into the weights) or "base"."""
     model = _random_model(arch, device, False).eval()
+    if variant == "merged":
+        model = model.merge_and_unload()
+    elif variant == "base":
+        model = model.get_base_model()
     ids = torch.randint(3, ARCHS[arch]["vocab_size"], (1, prompt_len), device=device)
     with torch.inference_mode():
         model.generate(input_ids=ids, max_new_tokens=4, min_new_tokens=4, do_sample=False,
@@ -195,7 +202,7 @@ def decode_speed(arch: str, prompt_len: int, new_tokens: int, device: str) -> di
     s = time.perf_counter() - t0
     n = out.shape[1] - prompt_len
     del model
-    return {"arch": arch, "prompt_tokens": prompt_len, "new_tokens": int(n),
+    return {"arch": arch, "variant": variant, "prompt_tokens": prompt_len, "new_tokens": int(n),
             "seconds": round(s, 3), "new_tokens_per_second": round(n / s, 1)}
 
 
@@ -205,6 +212,8 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="CPU-sized architecture (smoke test)")
     ap.add_argument("--steps", type=int, default=3, help="measured optimizer steps per config")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--decode-only", action="store_true",
+                    help="only the decoding variants (lora / merged / base)")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     report: dict[str, Any] = {
@@ -220,6 +229,13 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2))
 
+    arch = "small" if args.small else "llama-2-7b"
+    if args.decode_only:
+        report["decode"] = [decode_speed(arch, n, 64, args.device, v)
+                            for v in ("lora", "merged", "base") for n in (512, 2048)]
+        save()
+        print(json.dumps(report, indent=2))
+        return 0
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         try:
@@ -243,8 +259,7 @@ def main() -> int:
                                              "gradient_checkpointing": gc_on, "error": repr(e)})
             save()
         try:
-            report["decode"] = decode_speed("small" if args.small else "llama-2-7b", 2048, 64,
-                                            args.device)
+            report["decode"] = decode_speed(arch, 2048, 64, args.device)
         except Exception as e:  # noqa: BLE001
             log.exception("decode failed")
             report["decode"] = {"error": repr(e)}

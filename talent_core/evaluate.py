@@ -40,6 +40,7 @@ def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
         row["selected"] = retrieval_scores(in_s + outside, rec.answers).as_dict()
         row["selected_in_s"] = retrieval_scores(in_s, rec.answers).as_dict()
         row["out_of_candidate"] = [o.model_dump() for o in sel.out_of_candidate]
+        row["selection_truncated"] = sel.truncated  # ran to max_new_tokens without EOS
     if ans.raw or ans.answer:
         row["answer"] = ans.answer
         row["hit@1"] = hit_at_1(ans.answer, rec.answers)
@@ -64,6 +65,9 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             sum(o["grounded"] for o in names) / len(names) if names else 0.0
         )
     out["truncated"] = sum(bool(r["truncated"]) for r in rows)
+    runaway = [r["selection_truncated"] for r in rows if "selection_truncated" in r]
+    if runaway:
+        out["selection_truncated"] = sum(runaway)
     return out
 
 

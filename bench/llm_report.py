@@ -1,0 +1,134 @@
+"""Summarise the MetaQA LLM experiment (bench/llm_metaqa.sh) into one JSON + a markdown table.
+
+Reads the adapters' metadata (training metrics), `/usr/bin/time -v` logs (peak RSS of the
+whole process) and the per-question rows of `talent eval --rows` for each ablation; splits
+the test questions by hop (looked up in the MetaQA dev files).
+
+    python bench/llm_report.py --exp .talent/exp --runs runs \
+        --metaqa ../shared/data/metaqa --out bench/results/llm_metaqa.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from talent_core.metrics import macro_average
+
+MODES = {  # label -> rows file under --exp
+    "full (trained retriever + generator)": "eval_full.jsonl",
+    "frozen retriever (base model selects)": "eval_frozen.jsonl",
+    "no retriever (S straight to the generator)": "eval_noretriever.jsonl",
+}
+TRAIN_KEYS = ("examples", "epochs", "steps", "seconds_this_run", "seconds_per_step",
+              "seconds_per_example", "first_loss", "final_loss", "val_loss", "mean_tokens",
+              "max_tokens", "mean_positive", "mean_weak", "examples_without_positive",
+              "skipped_too_long", "peak_rss_mb")
+
+
+def hop_index(metaqa: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for h in (1, 2, 3):
+        for line in (metaqa / f"{h}-hop" / "qa_dev.txt").read_text().splitlines():
+            if line.strip():
+                out.setdefault(line.split("\t")[0].strip(), h)
+    return out
+
+
+def max_rss_mb(log: Path) -> float | None:
+    if not log.exists():
+        return None
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", log.read_text(errors="replace"))
+    return round(int(m.group(1)) / 1024, 1) if m else None
+
+
+def training(run: Path, log: Path) -> dict[str, Any]:
+    meta = json.loads((run / "talent_meta.json").read_text())
+    m = meta.get("metrics", {})
+    out = {k: m.get(k) for k in TRAIN_KEYS if k in m}
+    out["process_max_rss_mb"] = max_rss_mb(log)
+    out["lam"], out["lr"] = meta.get("lam"), meta.get("train", {}).get("lr")
+    out["eos_weight"] = meta.get("eos_weight")
+    return out
+
+
+def _timing(rows: list[dict], key: str) -> dict[str, float] | None:
+    vals = sorted(r["timings_ms"][key] for r in rows if key in r.get("timings_ms", {}))
+    if not vals:
+        return None
+    return {"mean_ms": round(statistics.mean(vals)), "p50_ms": round(vals[len(vals) // 2]),
+            "p95_ms": round(vals[min(len(vals) - 1, int(0.95 * len(vals)))])}
+
+
+def summary(rows: list[dict]) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": len(rows)}
+    for key in ("candidate", "selected", "selected_in_s"):
+        scored = [r[key] for r in rows if key in r]
+        if scored:
+            out[key] = {k: round(v, 4) for k, v in macro_average(scored).items()}
+    qa = [r["hit@1"] for r in rows if "hit@1" in r]
+    if qa:
+        out["hit@1"] = round(sum(qa) / len(qa), 4)
+    ooc = [r["out_of_candidate"] for r in rows if "out_of_candidate" in r]
+    if ooc:
+        names = [o for lst in ooc for o in lst]
+        out["out_of_candidate_per_question"] = round(len(names) / len(ooc), 3)
+        out["out_of_candidate_grounded"] = sum(bool(o["grounded"]) for o in names)
+        out["out_of_candidate_total"] = len(names)
+    runaway = [r["selection_truncated"] for r in rows if "selection_truncated" in r]
+    if runaway:
+        out["selection_ran_to_limit"] = sum(runaway)
+    out["timings"] = {k: _timing(rows, k) for k in ("retriever", "generator", "total")
+                      if _timing(rows, k)}
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--exp", type=Path, default=Path(".talent/exp"))
+    ap.add_argument("--runs", type=Path, default=Path("runs"))
+    ap.add_argument("--metaqa", type=Path, default=Path("../shared/data/metaqa"))
+    ap.add_argument("--out", type=Path, default=Path("bench/results/llm_metaqa.json"))
+    args = ap.parse_args()
+    hops = hop_index(args.metaqa)
+    report: dict[str, Any] = {"training": {}, "eval": {}}
+    for kind in ("retriever", "generator"):
+        run = args.runs / f"metaqa-{kind}"
+        if (run / "talent_meta.json").exists():
+            report["training"][kind] = training(run, args.runs / f"{kind}.log")
+    for label, name in MODES.items():
+        path = args.exp / name
+        if not path.exists():
+            continue
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        by_hop: dict[str, list[dict]] = {}
+        for r in rows:
+            by_hop.setdefault(f"{hops.get(r['question'].strip(), 0)}-hop", []).append(r)
+        report["eval"][label] = {"all": summary(rows),
+                                 **{h: summary(rs) for h, rs in sorted(by_hop.items())}}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2))
+
+    lines = ["| ablation | split | S Hit | S size | V̂ Hit | V̂ Recall | V̂ Precision | V̂ F1 | "
+             "V̂ size | QA Hit@1 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, parts in report["eval"].items():
+        for split, s in parts.items():
+            c, v = s.get("candidate", {}), s.get("selected")
+            cells = [f"{v[k]:.3f}" for k in ("hit", "recall", "precision", "f1")] + \
+                [f"{v['size']:.1f}"] if v else ["—"] * 5
+            lines.append(f"| {label} | {split} | {c.get('hit', 0):.3f} | {c.get('size', 0):.1f} | "
+                         + " | ".join(cells) + f" | {s.get('hit@1', float('nan')):.3f} |")
+    print("\n".join(lines))
+    print(json.dumps(report["training"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
