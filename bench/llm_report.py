@@ -38,7 +38,8 @@ def hop_index(metaqa: Path) -> dict[str, int]:
     for h in (1, 2, 3):
         for line in (metaqa / f"{h}-hop" / "qa_dev.txt").read_text().splitlines():
             if line.strip():
-                out.setdefault(line.split("\t")[0].strip(), h)
+                q = line.split("\t")[0].replace("[", "").replace("]", "")
+                out.setdefault(" ".join(q.split()), h)  # as read_questions gives it
     return out
 
 
@@ -110,7 +111,7 @@ def main() -> int:
         rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         by_hop: dict[str, list[dict]] = {}
         for r in rows:
-            by_hop.setdefault(f"{hops.get(r['question'].strip(), 0)}-hop", []).append(r)
+            by_hop.setdefault(f"{hops.get(' '.join(r['question'].split()), 0)}-hop", []).append(r)
         report["eval"][label] = {"all": summary(rows),
                                  **{h: summary(rs) for h, rs in sorted(by_hop.items())}}
     args.out.parent.mkdir(parents=True, exist_ok=True)
