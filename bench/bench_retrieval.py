@@ -127,6 +127,23 @@ def run(store, questions, encodings, cfg, embedder, *, baseline: bool, timed: bo
     return out, node_sets
 
 
+def add_inmemory_comparison(r: dict, sets: list, m: dict, msets: list, stages) -> None:
+    """Put the in-memory run `m` beside the store run `r`: its scores and latencies, the
+    fraction of questions with the identical S, and store/in-memory latency ratios."""
+    r["inmemory"] = {
+        "candidate": m["candidate"],
+        "latency_ms": m["latency_ms"],
+        "identical_S_frac": float(np.mean([a == b for a, b in zip(sets, msets, strict=True)])),
+    }
+    r["ratio_store_over_inmemory"] = {
+        s: {
+            p: round(r["latency_ms"][s][p] / max(m["latency_ms"][s][p], 1e-3), 2)
+            for p in ("p50", "p95")
+        }
+        for s in stages
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dataset", choices=["metaqa", "webqsp"], default="metaqa")
@@ -195,20 +212,7 @@ def main(argv=None) -> int:
                 r["load_avg_1m"] = round((load_before + os.getloadavg()[0]) / 2, 2)
                 if timed:
                     m, msets = run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
-                    r["inmemory"] = {
-                        "candidate": m["candidate"],
-                        "latency_ms": m["latency_ms"],
-                        "identical_S_frac": float(
-                            np.mean([a == b for a, b in zip(sets, msets, strict=True)])
-                        ),
-                    }
-                    r["ratio_store_over_inmemory"] = {
-                        s: {
-                            p: round(r["latency_ms"][s][p] / max(m["latency_ms"][s][p], 1e-3), 2)
-                            for p in ("p50", "p95")
-                        }
-                        for s in (*STAGES, "total_minus_embed")
-                    }
+                    add_inmemory_comparison(r, sets, m, msets, (*STAGES, "total_minus_embed"))
                 split_res.setdefault(rule, {})[f"k={k}"] = r
                 c, b = r["candidate"], r["vector_topk_same_size"]
                 lat = r.get("latency_ms", {}).get("total", {"p50": 0.0, "p95": 0.0})

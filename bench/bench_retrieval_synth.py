@@ -139,20 +139,7 @@ def main(argv=None) -> int:
             m, msets = br.run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
             r["config"] = cfg.model_dump()
             r["load_avg_1m"] = round((la + os.getloadavg()[0]) / 2, 2)
-            r["inmemory"] = {
-                "candidate": m["candidate"],
-                "latency_ms": m["latency_ms"],
-                "identical_S_frac": float(
-                    np.mean([a == b for a, b in zip(sets, msets, strict=True)])
-                ),
-            }
-            r["ratio_store_over_inmemory"] = {
-                s: {
-                    p: round(r["latency_ms"][s][p] / max(m["latency_ms"][s][p], 1e-3), 2)
-                    for p in ("p50", "p95")
-                }
-                for s in br.STAGES
-            }
+            br.add_inmemory_comparison(r, sets, m, msets, br.STAGES)
             results.setdefault("splits", {}).setdefault(f"{hop}-hop", {})[rule] = r
             lat, mlat = r["latency_ms"]["total"], m["latency_ms"]["total"]
             print(

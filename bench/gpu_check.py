@@ -83,10 +83,9 @@ def cuda_path(device: str, tmp: Path) -> dict[str, Any]:
     retriever, generator = load_models(None, tmp / "retriever", tmp / "generator",
                                        device=device, retriever_max_new_tokens=32,
                                        generator_max_new_tokens=16)
-    lm = retriever.lm if hasattr(retriever, "lm") else None
-    model = lm.model if lm is not None else None
-    dtypes = sorted({str(p.dtype) for p in model.parameters()}) if model is not None else []
-    devices = sorted({str(p.device) for p in model.parameters()}) if model is not None else []
+    params = list(retriever.lm.model.parameters())
+    dtypes = sorted({str(p.dtype) for p in params})
+    devices = sorted({str(p.device) for p in params})
     q = qa[0][0]
     c = cand.model_copy(update={"question": q})
     sel = retriever.select(q, c)

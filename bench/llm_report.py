@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from talent_core.metrics import macro_average
+from talent_core.evaluate import summarise
 
 MODES = {  # label -> rows file under --exp
     "full (trained retriever + generator)": "eval_full.jsonl",
@@ -69,25 +69,10 @@ def _timing(rows: list[dict], key: str) -> dict[str, float] | None:
 
 
 def summary(rows: list[dict]) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": len(rows)}
-    for key in ("candidate", "selected", "selected_in_s"):
-        scored = [r[key] for r in rows if key in r]
-        if scored:
-            out[key] = {k: round(v, 4) for k, v in macro_average(scored).items()}
-    qa = [r["hit@1"] for r in rows if "hit@1" in r]
-    if qa:
-        out["hit@1"] = round(sum(qa) / len(qa), 4)
-    ooc = [r["out_of_candidate"] for r in rows if "out_of_candidate" in r]
-    if ooc:
-        names = [o for lst in ooc for o in lst]
-        out["out_of_candidate_per_question"] = round(len(names) / len(ooc), 3)
-        out["out_of_candidate_grounded"] = sum(bool(o["grounded"]) for o in names)
-        out["out_of_candidate_total"] = len(names)
-    runaway = [r["selection_truncated"] for r in rows if "selection_truncated" in r]
-    if runaway:
-        out["selection_ran_to_limit"] = sum(runaway)
-    out["timings"] = {k: _timing(rows, k) for k in ("retriever", "generator", "total")
-                      if _timing(rows, k)}
+    """`talent eval`'s own summary of the rows, plus stage latencies."""
+    out = summarise(rows)
+    timings = {k: _timing(rows, k) for k in ("retriever", "generator", "total")}
+    out["timings"] = {k: v for k, v in timings.items() if v}
     return out
 
 

@@ -86,12 +86,12 @@ class Embedder:
         special = set(getattr(self._model.tokenizer, "all_special_ids", []) or [])
         result = []
         for out in outs:
-            vec = _normalise(_np(out["sentence_embedding"]).astype(np.float32))
+            vec = normalise_rows(_np(out["sentence_embedding"]).astype(np.float32))
             mask = _np(out["attention_mask"]).astype(bool)
             emb = _np(out["token_embeddings"]).astype(np.float32)[mask]
             ids = _np(out["input_ids"])[mask]
             keep = np.array([int(i) not in special for i in ids], dtype=bool)
-            result.append((vec, _normalise(emb[keep] if keep.any() else emb)))
+            result.append((vec, normalise_rows(emb[keep] if keep.any() else emb)))
         return result
 
 
@@ -135,7 +135,8 @@ def _np(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _normalise(m: np.ndarray) -> np.ndarray:
+def normalise_rows(m: np.ndarray) -> np.ndarray:
+    """Each row (or a single vector) scaled to unit length; zero rows stay zero."""
     n = np.linalg.norm(m, axis=-1, keepdims=True)
     return m / np.maximum(n, 1e-12)
 

@@ -25,6 +25,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from talent_core.embedding import normalise_rows
+
 log = logging.getLogger(__name__)
 
 _SEP = re.compile(r"[._/:\-\s]+")
@@ -54,11 +56,6 @@ class QuestionEncoding:
     tokens: np.ndarray  # (T, d) normalised token vectors of the relation text (T >= 1)
 
 
-def _normalise(m: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(m, axis=-1, keepdims=True)
-    return m / np.maximum(n, 1e-12)
-
-
 def encode_question(embedder, question: str, relation_text: str | None = None) -> QuestionEncoding:
     """One forward pass for [question, relation_text]: the question's sentence vector and
     the relation text's contextual token vectors (special tokens dropped).
@@ -72,7 +69,7 @@ def encode_question(embedder, question: str, relation_text: str | None = None) -
         (vec, _), (_, tokens) = encode_tokens([question, rel_text])
         return QuestionEncoding(vector=vec, tokens=tokens)
     vecs = np.asarray(embedder.encode([question, rel_text]), dtype=np.float32)
-    return QuestionEncoding(vector=_normalise(vecs[0]), tokens=_normalise(vecs[1:2]))
+    return QuestionEncoding(vector=normalise_rows(vecs[0]), tokens=normalise_rows(vecs[1:2]))
 
 
 class RelationScorer:
@@ -93,7 +90,7 @@ class RelationScorer:
             vecs = np.asarray(
                 self.embedder.encode([verbalise_relation(r) for r in missing]), dtype=np.float32
             )
-            vecs = _normalise(vecs)
+            vecs = normalise_rows(vecs)
             with self._lock:
                 for r, v in zip(missing, vecs, strict=True):
                     self._cache[r] = v
