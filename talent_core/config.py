@@ -51,6 +51,16 @@ class Settings(BaseSettings):
     # greedy decoding limits of the LLM retriever's name list and the generator's answer
     retriever_max_new_tokens: int = Field(256, ge=1)
     generator_max_new_tokens: int = Field(128, ge=1)
+    # how the LLMs produce names: "ranked" scores every candidate name by its log-likelihood
+    # (answers are always KG nodes, with scores); "free" is the paper's greedy decoding
+    decode: Literal["free", "ranked"] = "ranked"
+    # trained adapters: "bundled" = the ones shipped in talent_core/adapters for the default
+    # base model; "none" = the frozen base model; or a directory holding retriever/ and
+    # generator/ adapter directories
+    adapters: str = "bundled"
+    # distributed training (set by torchrun / accelerate launch)
+    world_size: int = Field(1, validation_alias=AliasChoices("WORLD_SIZE"))
+    local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))
 
 
 @lru_cache(maxsize=1)

@@ -14,8 +14,8 @@ from typing import Any
 
 from tqdm import tqdm
 
-from talent_core.metrics import hit_at_1, macro_average, retrieval_scores
-from talent_core.models import Answer
+from talent_core.metrics import answer_key, hit_at_1, macro_average, name_set, retrieval_scores
+from talent_core.models import Answer, Decode
 from talent_core.pipeline import Mode, Pipeline
 from talent_core.questions import QARecord
 
@@ -41,6 +41,15 @@ def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
         row["selected_in_s"] = retrieval_scores(in_s, rec.answers).as_dict()
         row["out_of_candidate"] = [o.model_dump() for o in sel.out_of_candidate]
         row["selection_truncated"] = sel.truncated  # ran to max_new_tokens without EOS
+        if sel.ranked:  # ranked retriever: (score, is gold) per node name, for size/coverage
+            gold = name_set(rec.answers)
+            row["retriever_ranked"] = [[r.score, int(answer_key(r.name) in gold)]
+                                       for r in sel.ranked]
+    row["decode"] = ans.decode
+    if ans.ranked:
+        gold = name_set(rec.answers)
+        row["answer_ranked"] = [[r.name, r.score, int(answer_key(r.name) in gold)]
+                                for r in ans.ranked[:10]]
     if ans.raw or ans.answer:
         row["answer"] = ans.answer
         row["hit@1"] = hit_at_1(ans.answer, rec.answers)
@@ -64,6 +73,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["out_of_candidate_grounded"] = (
             sum(o["grounded"] for o in names) / len(names) if names else 0.0
         )
+    lat = [r["timings_ms"]["total"] for r in rows if "total" in r.get("timings_ms", {})]
+    if lat:
+        lat.sort()
+        out["latency_ms"] = {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1,
+                                                                       int(0.95 * len(lat)))]}
     out["truncated"] = sum(bool(r["truncated"]) for r in rows)
     runaway = [r["selection_truncated"] for r in rows if "selection_truncated" in r]
     if runaway:
@@ -72,10 +86,11 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def evaluate(
-    pipe: Pipeline, records: Iterable[QARecord], mode: Mode = "full", progress: bool = True
+    pipe: Pipeline, records: Iterable[QARecord], mode: Mode = "full", progress: bool = True,
+    decode: Decode | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     rows = []
     for rec in tqdm(list(records), desc=f"eval ({mode})", disable=not progress, unit="q"):
-        ans = pipe.ask(rec.question, rec.topic_entities or None, mode=mode)
+        ans = pipe.ask(rec.question, rec.topic_entities or None, mode=mode, decode=decode)
         rows.append(score_answer(rec, ans))
     return summarise(rows), rows

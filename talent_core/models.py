@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -103,12 +105,24 @@ class Candidate(BaseModel):
 # --- LLM hand-offs (candidate -> selection -> answer) -------------------------------------
 
 
+Decode = Literal["free", "ranked"]
+
+
 class OutOfCandidate(BaseModel):
     """A name the retriever produced that is not a node of S, checked against the KG."""
 
     name: str
     grounded: bool
     id: str | None = None
+    kg_name: str | None = None  # the KG's own spelling when grounded
+
+
+class RankedName(BaseModel):
+    """A name scored by ranked decoding: its log-likelihood as the model's first item."""
+
+    name: str  # the KG's name for answers; the prompt's lowercase name for V-hat
+    score: float
+    id: str | None = None  # KG id (answers)
 
 
 class Selection(BaseModel):
@@ -119,6 +133,8 @@ class Selection(BaseModel):
     selected: list[CandidateNode] = Field(default_factory=list)  # nodes of S it named
     out_of_candidate: list[OutOfCandidate] = Field(default_factory=list)
     truncated: bool = False  # generation stopped at max_new_tokens (last item dropped)
+    decode: Decode = "free"
+    ranked: list[RankedName] = Field(default_factory=list)  # ranked: every node of S, best first
 
 
 class Answer(BaseModel):
@@ -128,4 +144,7 @@ class Answer(BaseModel):
     candidate: Candidate
     selection: Selection | None = None  # None for the "--no-retriever" ablation
     edges: list[CandidateEdge] = Field(default_factory=list)  # context edges given to G_phi
+    decode: Decode = "free"
+    ranked: list[RankedName] = Field(default_factory=list)  # ranked: every candidate answer
+    frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
     timings_ms: dict[str, float] = Field(default_factory=dict)

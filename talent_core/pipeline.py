@@ -20,7 +20,17 @@ from typing import Literal
 
 from talent_core.config import Settings, get_settings
 from talent_core.embedding import Embedder, get_embedder
-from talent_core.models import Answer, Candidate, CandidateEdge, StoreStats
+from talent_core.llm.context import GraphView
+from talent_core.models import (
+    Answer,
+    Candidate,
+    CandidateEdge,
+    Decode,
+    Entity,
+    RankedName,
+    Selection,
+    StoreStats,
+)
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.store import GraphStore, open_store
 
@@ -39,14 +49,25 @@ class Pipeline:
         retriever_dir: Path | None = None,
         generator_dir: Path | None = None,
         base_model: str | None = None,
+        adapters: str | None = None,
+        frozen_retriever: bool = False,
+        decode: Decode | None = None,
     ):
+        """``adapters``: "bundled" (default, `settings.adapters`), "none" or a directory with
+        retriever/ and generator/; ``retriever_dir`` / ``generator_dir`` override one role;
+        ``frozen_retriever``: the retriever runs without adapter (the paper's ablation)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
         self._embedder = embedder
         self.retrieval = retrieval or RetrievalConfig()
-        self.retriever_dir = Path(retriever_dir) if retriever_dir else None
-        self.generator_dir = Path(generator_dir) if generator_dir else None
         self.base_model = base_model
+        spec = adapters or self.settings.adapters
+        default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model)
+        self.retriever_dir = None if frozen_retriever else Path(retriever_dir or default_r) \
+            if (retriever_dir or default_r) else None
+        self.generator_dir = Path(generator_dir or default_g) if (generator_dir or default_g) \
+            else None
+        self.decode: Decode = decode or self.settings.decode
         self._models = None
 
     # --- lazily loaded resources (loaded once) -----------------------------------------
@@ -56,6 +77,12 @@ class Pipeline:
             s = self.settings
             self._embedder = get_embedder(s.embedding_model, s.device, s.embed_batch_size)
         return self._embedder
+
+    @property
+    def frozen_roles(self) -> list[str]:
+        """The LLM roles that run on the base model without a trained adapter."""
+        return [role for role, d in (("retriever", self.retriever_dir),
+                                     ("generator", self.generator_dir)) if d is None]
 
     @property
     def models(self):
@@ -86,8 +113,12 @@ class Pipeline:
         question: str,
         topic_entities: list[str] | None = None,
         mode: Mode = "full",
+        decode: Decode | None = None,
         **overrides,
     ) -> Answer:
+        """``decode``: "ranked" (every candidate answer scored; answers are KG nodes) or
+        "free" (the paper's greedy decoding); default: the pipeline's."""
+        decode = decode or self.decode
         t0 = time.perf_counter()
         candidate = self.retrieve(question, topic_entities, **overrides)
         timings = {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
@@ -99,11 +130,24 @@ class Pipeline:
         selection = None
         if mode == "full":
             t = time.perf_counter()
-            selection = retriever.select(question, candidate, lookup=self._lookup)
+            selection = retriever.select(question, candidate, lookup=self._lookup, decode=decode)
             timings["retriever"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         context = generator.context(question, candidate, selection)
-        answers, raw = generator.answer(question, context)
+        kg = kg_names(context, selection)
+        ranked: list[RankedName] = []
+        raw = ""
+        if decode == "ranked":
+            # candidate answers: the context's KG nodes (and grounded out-of-S names); never
+            # a name the KG does not hold
+            names = None if generator.task == "label" else list(kg)
+            scored = generator.rank(question, context, names)
+            ranked = [RankedName(name=kg.get(x.name, (x.name, None))[0], score=round(x.score, 4),
+                                 id=kg.get(x.name, (None, None))[1]) for x in scored]
+            answers = [kg.get(x.name, (x.name, None))[0] for x in generator.choose(scored)]
+        else:
+            found, raw = generator.answer(question, context)
+            answers = [kg.get(a, (a, None))[0] for a in found]  # the KG's casing where known
         timings["generator"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
         return Answer(
@@ -114,15 +158,55 @@ class Pipeline:
             selection=selection,
             edges=[CandidateEdge.model_validate(e.model_dump()) for e in context.kg_edges],
             timings_ms=timings,
+            decode=decode,
+            ranked=ranked,
+            frozen=self.frozen_roles,
         )
 
-    def _lookup(self, names: list[str]) -> dict[str, str]:
+    def _lookup(self, names: list[str]) -> dict[str, Entity]:
         """Ground out-of-candidate names: normalised exact name match in the whole KG."""
         from talent_core.text import normalise_name
 
         found = self.store.entities_by_name(list(names))
-        by_norm = {normalise_name(e.name): e.id for e in found}
+        by_norm = {normalise_name(e.name): e for e in found}
         return {n: by_norm[normalise_name(n)] for n in names if normalise_name(n) in by_norm}
 
     def close(self) -> None:
         self.store.close()
+
+
+def kg_names(context: GraphView, selection: Selection | None) -> dict[str, tuple[str, str]]:
+    """The prompt's lowercase name -> (the KG's name, KG id) for every KG node of the
+    generator's context and every grounded out-of-candidate name (pure)."""
+    from talent_core.llm.parsing import clean_name
+
+    out: dict[str, tuple[str, str]] = {}
+    for n in context.kg_nodes:
+        out.setdefault(clean_name(n.name), (n.name, n.id))
+    for o in selection.out_of_candidate if selection else []:
+        if o.grounded and o.id:
+            out.setdefault(clean_name(o.name), (o.kg_name or o.name, o.id))
+    return out
+
+
+def bundled_adapters_dir(base_model: str) -> Path:
+    """Where the shipped adapters for ``base_model`` live inside the package."""
+    from talent_core.llm.models import canonical_name
+
+    return Path(__file__).resolve().parent / "adapters" / canonical_name(base_model)
+
+
+def resolve_adapters(spec: str, base_model: str) -> tuple[Path | None, Path | None]:
+    """(retriever dir, generator dir) for an adapter choice: "bundled", "none" or a
+    directory holding retriever/ and generator/ (a missing one is the frozen model)."""
+    if spec == "none":
+        return None, None
+    root = bundled_adapters_dir(base_model) if spec == "bundled" else Path(spec)
+    if spec != "bundled" and not root.is_dir():
+        raise FileNotFoundError(f"{root}: adapter directory not found (TALENT_ADAPTERS)")
+    found = tuple(root / role if (root / role / "talent_meta.json").is_file() else None
+                  for role in ("retriever", "generator"))
+    if spec == "bundled" and found == (None, None):
+        log.warning("no bundled adapters for base model %r: the frozen base model answers",
+                    base_model)
+    return found  # type: ignore[return-value]

@@ -58,6 +58,12 @@ Hops = Annotated[int | None, typer.Option(help="neighbourhood hops of the candid
 Resume = Annotated[bool, typer.Option("--resume/--no-resume", help="continue from the latest "
                                       "checkpoint in the output directory")]
 Limit = Annotated[int | None, typer.Option(help="use only the first N examples")]
+Style = Annotated[str, typer.Option("--prompt-style", help="paper (Appendix E.1/E.2 texts) or "
+                                    "compact (one-sentence instructions, ~30 %% fewer tokens "
+                                    "per example; recorded in the adapter)")]
+DeepSpeed = Annotated[str | None, typer.Option("--deepspeed", help="DeepSpeed JSON config "
+                                               "for the Trainer (multi-GPU; run under "
+                                               "torchrun / accelerate launch)")]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -115,6 +121,8 @@ def train_retriever(
     hops: Hops = None,
     resume: Resume = True,
     limit: Limit = None,
+    prompt_style: Style = "paper",
+    deepspeed: DeepSpeed = None,
 ) -> None:
     """Train the LLM retriever R_theta (LoRA, token-weighted NLL, paper eqs. 9-13)."""
     from talent_core.llm.train import train_retriever as run
@@ -168,6 +176,8 @@ def train_generator(
     hops: Hops = None,
     resume: Resume = True,
     limit: Limit = None,
+    prompt_style: Style = "paper",
+    deepspeed: DeepSpeed = None,
 ) -> None:
     """Train the LLM generator G_phi (LoRA SFT, eq. 15) on the retriever's contexts."""
     from talent_core.llm.models import read_meta
@@ -202,6 +212,8 @@ def _config(values: dict[str, Any]) -> TrainConfig:
     data["output_dir"] = values["output"]
     if data.get("task") not in ("kgqa", "label"):
         raise _fail(f"--task must be kgqa or label, not {data.get('task')!r}")
+    if data.get("prompt_style", "paper") not in ("paper", "compact"):
+        raise _fail(f"--prompt-style must be paper or compact, not {data['prompt_style']!r}")
     try:
         return TrainConfig(**data)
     except ValueError as e:

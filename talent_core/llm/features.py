@@ -24,7 +24,13 @@ from talent_core.llm.context import (
     truncated_candidate_view,
 )
 from talent_core.llm.loss import align_weights
-from talent_core.llm.prompts import Rendered, Task, generator_prompt, retriever_prompt
+from talent_core.llm.prompts import (
+    PromptStyle,
+    Rendered,
+    Task,
+    generator_prompt,
+    retriever_prompt,
+)
 from talent_core.llm.targets import TargetLine, generator_target, retriever_target
 from talent_core.models import Candidate, Selection
 
@@ -72,8 +78,11 @@ def encode_weighted(
     """Tokenise prompt + target + EOS together and weight the tokens.
 
     ``whole_target``: every character of the target line has weight 1 (generator SFT);
-    otherwise names of class P get 1, class W ``weak_weight``, separators 0; the EOS token
-    after the line gets ``eos_weight``."""
+    otherwise names of class P get 1, class W ``weak_weight``, and the separator AFTER a
+    name gets that name's weight (so continuing the list after a gold name is learnt with
+    weight 1; with separators at 0 and EOS at 1, greedy decoding learnt to stop after the
+    first name: issue 8's one-name collapse). The EOS token after the line gets
+    ``eos_weight``."""
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("a fast tokenizer (offset mappings) is needed for token weights")
     eos = _eos_text(tokenizer)
@@ -87,9 +96,11 @@ def encode_weighted(
     if whole_target:
         spans = [(base, base + len(target.text), 1.0)] if target.text else []
     else:
+        ends = [nxt.start for nxt in target.spans[1:]] + [target.spans[-1].end] \
+            if target.spans else []
         spans = [
-            (base + s.start, base + s.end, 1.0 if s.cls == "P" else weak_weight)
-            for s in target.spans
+            (base + s.start, base + end, 1.0 if s.cls == "P" else weak_weight)
+            for s, end in zip(target.spans, ends, strict=True)
         ]
     eos_start = len(text) - len(eos)
     spans.append((eos_start, len(text), eos_weight))
@@ -118,13 +129,14 @@ def retriever_features(
     max_length: int,
     task: Task = "kgqa",
     model_name: str | None = None,
+    style: PromptStyle = "paper",
 ) -> Features:
     """Eqs. 9-13 for one example; S rows are dropped (lowest priority first) to fit."""
     eos = _eos_text(tokenizer)
 
     def build(keep: int) -> tuple[Rendered, TargetLine, GraphView]:
         view, restricted = truncated_candidate_view(candidate, keep)
-        rendered = retriever_prompt(tokenizer, question, view.csv(), task, model_name)
+        rendered = retriever_prompt(tokenizer, question, view.csv(), task, model_name, style)
         return rendered, retriever_target(restricted, gold), view
 
     def size(item: tuple[Rendered, TargetLine, GraphView]) -> int:
@@ -152,12 +164,14 @@ def fit_generator_view(
     model_name: str | None = None,
     include_endpoints: bool = False,
     reserve: str = "",
+    style: PromptStyle = "paper",
 ) -> tuple[Rendered, GraphView]:
     """The generator prompt for eq. 14's context, rows dropped to fit ``budget`` tokens
     (``reserve``: text that must fit too, e.g. the training target)."""
 
     def render(view: GraphView) -> tuple[Rendered, GraphView]:
-        return generator_prompt(tokenizer, question, view.csv(), task, model_name), view
+        return (generator_prompt(tokenizer, question, view.csv(), task, model_name, style),
+                view)
 
     def size(item: tuple[Rendered, GraphView]) -> int:
         r, _ = item
@@ -200,12 +214,13 @@ def generator_features(
     model_name: str | None = None,
     include_endpoints: bool = False,
     eos_weight: float = 1.0,
+    style: PromptStyle = "paper",
 ) -> Features:
     """Eq. 15 for one example: weight 1 on every answer token (and EOS), 0 on the prompt."""
     target = generator_target(answers)
     rendered, view = fit_generator_view(
         tokenizer, question, candidate, selection, max_length, task, model_name,
-        include_endpoints, reserve=target.text + _eos_text(tokenizer),
+        include_endpoints, reserve=target.text + _eos_text(tokenizer), style=style,
     )
     ids, weights, n_prompt = encode_weighted(
         tokenizer, rendered, target, 1.0, eos_weight, whole_target=True
@@ -221,12 +236,14 @@ def retriever_inference_prompt(
     budget: int,
     task: Task = "kgqa",
     model_name: str | None = None,
+    style: PromptStyle = "paper",
 ) -> tuple[Rendered, GraphView]:
     """The E.1 prompt for S, rows dropped to fit ``budget`` tokens."""
 
     def build(keep: int) -> tuple[Rendered, GraphView]:
         view, _ = truncated_candidate_view(candidate, keep)
-        return retriever_prompt(tokenizer, question, view.csv(), task, model_name), view
+        return (retriever_prompt(tokenizer, question, view.csv(), task, model_name, style),
+                view)
 
     item, _ = fit_largest(
         len(candidate.nodes), build, lambda it: count_tokens(tokenizer, it[0].prompt), budget

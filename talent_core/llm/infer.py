@@ -15,8 +15,10 @@ Typical use (what the pipeline does)::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,16 @@ from talent_core.config import Settings, get_settings
 from talent_core.llm.context import GraphView
 from talent_core.llm.features import fit_generator_view, retriever_inference_prompt
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base
-from talent_core.llm.parsing import Lookup, parse_label, parse_names, parse_selection
-from talent_core.llm.prompts import LABELS, Rendered, Task
-from talent_core.models import Candidate, Selection
+from talent_core.llm.parsing import (
+    Lookup,
+    match_selection,
+    parse_label,
+    parse_names,
+    parse_selection,
+)
+from talent_core.llm.prompts import LABELS, PromptStyle, Rendered, Task
+from talent_core.llm.ranking import Scored, score_continuations, select_top
+from talent_core.models import Candidate, Decode, RankedName, Selection
 
 log = logging.getLogger(__name__)
 
@@ -70,16 +79,12 @@ class LoadedLM:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def generate(self, prompt: str, adapter: str | None, max_new_tokens: int) -> Generation:
-        """Greedy completion of ``prompt`` with ``adapter`` (None: the frozen base model)."""
-        import contextlib
-
+    @contextlib.contextmanager
+    def using(self, adapter: str | None) -> Iterator[Any]:
+        """The model with ``adapter`` active (None: adapters disabled, the frozen base
+        model), under inference mode; one caller at a time."""
         import torch
 
-        tok = self.tokenizer
-        enc = tok(prompt, add_special_tokens=False, return_tensors="pt")
-        input_ids = enc["input_ids"].to(self.model.device)
-        attention = enc["attention_mask"].to(self.model.device)
         if adapter is not None and adapter not in self.metas:
             raise KeyError(f"no adapter named {adapter!r} is loaded ({sorted(self.metas)})")
         with self._lock:
@@ -90,12 +95,38 @@ class LoadedLM:
                 else:
                     self.model.set_adapter(adapter)
             with ctx, torch.inference_mode():
-                out = self.model.generate(
-                    input_ids=input_ids, attention_mask=attention,
-                    max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                    eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                    temperature=None, top_p=None, top_k=None,
-                )
+                yield self.model
+
+    def score(self, prompt: str, adapter: str | None, names: Sequence[str]) -> list[Scored]:
+        """Every name's log-likelihood as the first item of the completion of ``prompt``
+        (`ranking.score_continuations`; the prompt is encoded once)."""
+        tok = self.tokenizer
+        unique = list(dict.fromkeys(n for n in names if n))
+        if not unique:
+            return []
+        ids = tok(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        conts = [tok(n, add_special_tokens=False)["input_ids"] for n in unique]
+        sep = tok("|", add_special_tokens=False)["input_ids"]
+        ends = [i for i in {tok.eos_token_id, sep[0] if len(sep) == 1 else None}
+                if i is not None]
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        with self.using(adapter) as model:
+            scores = score_continuations(model, ids.to(model.device), conts, ends, pad)
+        return [Scored(n, sc) for n, sc in zip(unique, scores, strict=True)]
+
+    def generate(self, prompt: str, adapter: str | None, max_new_tokens: int) -> Generation:
+        """Greedy completion of ``prompt`` with ``adapter`` (None: the frozen base model)."""
+        tok = self.tokenizer
+        enc = tok(prompt, add_special_tokens=False, return_tensors="pt")
+        input_ids = enc["input_ids"].to(self.model.device)
+        attention = enc["attention_mask"].to(self.model.device)
+        with self.using(adapter):
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=attention,
+                max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                temperature=None, top_p=None, top_k=None,
+            )
         new = out[0, input_ids.shape[1]:].tolist()
         ended = tok.eos_token_id in new
         if ended:
@@ -121,6 +152,20 @@ class _View:
         self.task: Task = task or (meta.task if meta else "kgqa")
         self.max_new_tokens = max_new_tokens
         self.max_length = max_length or (meta.max_length if meta else DEFAULT_MAX_LENGTH)
+        # an adapter is prompted as it was trained; the frozen base model gets the paper's
+        self.style: PromptStyle = meta.prompt_style if meta else "paper"
+        # ranked decoding: names within `margin` nats of the best, at most `top_m` (tuned on
+        # a validation split and stored in the adapter's metadata; defaults otherwise)
+        tuned = meta.ranking if meta else {}
+        self.margin = float(tuned.get("margin", self.DEFAULT_MARGIN))
+        top_m = tuned.get("top_m", self.DEFAULT_TOP_M)
+        self.top_m: int | None = int(top_m) if top_m else None
+
+    DEFAULT_MARGIN = 2.0
+    DEFAULT_TOP_M: int | None = None
+
+    def choose(self, scored: Sequence[Scored]) -> list[Scored]:
+        return select_top(scored, self.margin, self.top_m)
 
     @property
     def prompt_budget(self) -> int:
@@ -141,11 +186,29 @@ class RetrieverModel(_View):
     def prompt(self, question: str, candidate: Candidate) -> tuple[Rendered, GraphView]:
         return retriever_inference_prompt(
             self.lm.tokenizer, question, candidate, self.prompt_budget, self.task,
-            self.lm.base_name,
+            self.lm.base_name, self.style,
         )
 
-    def select(self, question: str, candidate: Candidate, lookup: Lookup | None = None
-               ) -> Selection:
+    DEFAULT_MARGIN = 4.0
+    DEFAULT_TOP_M = 10
+
+    def rank(self, question: str, candidate: Candidate) -> list[Scored]:
+        """Every node name of S shown in the prompt, scored (`ranking`), best first."""
+        rendered, view = self.prompt(question, candidate)
+        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter,
+                               [name for _, name in view.nodes])
+        return sorted(scored, key=lambda x: -x.score)
+
+    def select(self, question: str, candidate: Candidate, lookup: Lookup | None = None,
+               decode: Decode = "free") -> Selection:
+        """V-hat. ``decode="free"``: the paper's greedy line (may name out-of-S nodes, which
+        are grounded with ``lookup``); ``"ranked"``: the best-scoring nodes of S."""
+        if decode == "ranked":
+            scored = self.rank(question, candidate)
+            chosen = self.choose(scored)
+            sel = match_selection([c.name for c in chosen], candidate, lookup)
+            return sel.model_copy(update={"decode": "ranked", "ranked": [
+                RankedName(name=c.name, score=round(c.score, 4)) for c in scored]})
         rendered, view = self.prompt(question, candidate)
         if view.dropped_nodes:
             log.info("retriever prompt: %d of %d nodes of S dropped to fit %d tokens",
@@ -170,7 +233,7 @@ class GeneratorModel(_View):
                ) -> tuple[Rendered, GraphView]:
         return fit_generator_view(
             self.lm.tokenizer, question, candidate, selection, self.prompt_budget, self.task,
-            self.lm.base_name, self.include_endpoints,
+            self.lm.base_name, self.include_endpoints, style=self.style,
         )
 
     def context(self, question: str, candidate: Candidate, selection: Selection | None
@@ -179,12 +242,26 @@ class GeneratorModel(_View):
         dropped to fit the prompt budget. ``view.kg_edges`` are the edges shown."""
         return self.prompt(question, candidate, selection)[1]
 
-    def answer(self, question: str, context: GraphView) -> tuple[list[str], str]:
-        """(answers, raw output). Label task: ``["support"]`` / ``["counter"]`` / []."""
+    def rank(self, question: str, context: GraphView, names: Sequence[str] | None = None
+             ) -> list[Scored]:
+        """``names`` (default: the context's node names; label task: the labels) scored as
+        the answer, best first."""
+        if names is None:
+            names = list(LABELS) if self.task == "label" else [n for _, n in context.nodes]
+        rendered = self._rendered(question, context)
+        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names)
+        return sorted(scored, key=lambda x: -x.score)
+
+    def _rendered(self, question: str, context: GraphView) -> Rendered:
         from talent_core.llm.prompts import generator_prompt
 
-        rendered = generator_prompt(self.lm.tokenizer, question, context.csv(), self.task,
-                                    self.lm.base_name)
+        return generator_prompt(self.lm.tokenizer, question, context.csv(), self.task,
+                                self.lm.base_name, self.style)
+
+    def answer(self, question: str, context: GraphView) -> tuple[list[str], str]:
+        """Free decoding: (answers, raw output). Label task: ``["support"]`` / ``["counter"]``
+        / []."""
+        rendered = self._rendered(question, context)
         gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens)
         if self.task == "label":
             return parse_label(gen.text, LABELS), gen.text

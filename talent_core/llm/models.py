@@ -150,6 +150,10 @@ def load_base(
     device = pick_device(device)
     tok = load_tokenizer(path)
     if device.startswith("cuda"):
+        # under torchrun / accelerate launch (DDP) every process holds a whole copy on its
+        # own GPU; otherwise "auto" spreads one copy over the visible GPUs
+        if settings.world_size > 1 and device == "cuda":
+            device = f"cuda:{max(settings.local_rank, 0)}"
         model = AutoModelForCausalLM.from_pretrained(
             path, dtype=torch.bfloat16, device_map="auto" if device == "cuda" else device
         )
@@ -217,6 +221,9 @@ class AdapterMeta(BaseModel):
     seed: int = 0
     max_length: int = 4096
     include_endpoints: bool = False  # generator context option
+    prompt_style: Literal["paper", "compact"] = "paper"  # the prompts it was trained with
+    # ranked decoding settings tuned on a validation split (see talent_core.llm.ranking)
+    ranking: dict[str, float] = Field(default_factory=dict)
     retriever: str | None = None  # generator: the retriever adapter its contexts came from
     lora: dict[str, Any] = Field(default_factory=dict)
     train: dict[str, Any] = Field(default_factory=dict)  # hyper-parameters

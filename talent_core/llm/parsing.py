@@ -203,8 +203,11 @@ def match_selection(
     found_norm = {answer_key(k): v for k, v in found.items()}
     ooc = []
     for name in outside:
-        kg_id = _lookup_id(found.get(name, found_norm.get(name)))
-        ooc.append(OutOfCandidate(name=name, grounded=kg_id is not None, id=kg_id))
+        hit = found.get(name, found_norm.get(name))
+        kg_id = _lookup_id(hit)
+        kg_name = getattr(hit, "name", None)
+        ooc.append(OutOfCandidate(name=name, grounded=kg_id is not None, id=kg_id,
+                                  kg_name=kg_name if isinstance(kg_name, str) else None))
     return Selection(
         raw=raw, names=list(names), selected=selected, out_of_candidate=ooc, truncated=truncated
     )

@@ -28,10 +28,7 @@ import hashlib
 import json
 import logging
 import math
-import os
-import random
 import resource
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -57,12 +54,11 @@ from talent_core.llm.models import (
     meta_for,
     save_adapter,
 )
-from talent_core.llm.prompts import Task
+from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.models import Selection
 
 log = logging.getLogger(__name__)
 
-STATE_FILE = "trainer_state.pt"
 SELECTIONS_FILE = "retriever_selections.jsonl"
 
 
@@ -90,6 +86,8 @@ class TrainConfig(BaseModel):
     keep_checkpoints: int = 2
     gradient_checkpointing: bool = False
     device: str | None = None  # None: cuda when available, else cpu
+    deepspeed: str | None = None  # a DeepSpeed JSON config for the Trainer (multi-GPU)
+    prompt_style: PromptStyle = "paper"  # "compact": short instructions (CPU training)
     include_endpoints: bool = False  # generator context: list the other end of E-hat edges
     # recorded in the adapter metadata
     dataset: str = ""
@@ -100,7 +98,7 @@ class TrainConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         """Fields that change what is trained (a resumed run must agree on all of them)."""
         skip = {"output_dir", "save_every", "keep_checkpoints", "device", "progress",
-                "dataset", "k", "hops"}
+                "dataset", "k", "hops", "deepspeed"}
         return {k: (str(v) if isinstance(v, Path) else v)
                 for k, v in self.model_dump().items() if k not in skip}
 
@@ -126,76 +124,14 @@ def _fingerprint(config: TrainConfig, kind: str, features: Sequence[Features]) -
     return h.hexdigest()
 
 
-def _rng_state() -> dict[str, Any]:
-    import numpy as np
-    import torch
-
-    state = {"python": random.getstate(), "numpy": np.random.get_state(),
-             "torch": torch.get_rng_state()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    import numpy as np
-    import torch
-
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def seed_everything(seed: int) -> None:
-    import numpy as np
-    import torch
+    from transformers import set_seed
 
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    set_seed(seed)
 
 
-def _checkpoints(output_dir: Path) -> list[Path]:
-    root = output_dir / "checkpoints"
-    if not root.is_dir():
-        return []
-    done = [p for p in root.glob("step-*") if p.is_dir() and not p.name.endswith(".tmp")
-            and (p / STATE_FILE).is_file()]
-    return sorted(done, key=lambda p: int(p.name.split("-")[1]))
-
-
-def _save_checkpoint(model: Any, output_dir: Path, state: dict[str, Any], keep: int) -> Path:
-    import torch
-
-    root = output_dir / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step-{state['step']:07d}"
-    tmp = root / (final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(str(tmp))
-    torch.save(state, tmp / STATE_FILE)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    for old in _checkpoints(output_dir)[:-keep] if keep > 0 else []:
-        shutil.rmtree(old, ignore_errors=True)
-    log.info("checkpoint %s", final)
-    return final
-
-
-def _load_checkpoint(model: Any, ckpt: Path) -> dict[str, Any]:
-    import torch
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
-
-    weights = ckpt / "adapter_model.safetensors"
-    set_peft_model_state_dict(model, load_file(str(weights)))
-    return torch.load(ckpt / STATE_FILE, weights_only=False, map_location="cpu")
-
-
-def _collate(batch: Sequence[Features], pad_id: int, device: str) -> tuple[Any, Any, Any]:
+def _collate(batch: Sequence[Features], pad_id: int, device: str | None = None
+             ) -> tuple[Any, Any, Any]:
     import torch
 
     width = max(len(f) for f in batch)
@@ -206,10 +142,86 @@ def _collate(batch: Sequence[Features], pad_id: int, device: str) -> tuple[Any, 
         ids[i, : len(f)] = torch.tensor(f.input_ids)
         weights[i, : len(f)] = torch.tensor(f.weights)
         mask[i, : len(f)] = 1
-    return ids.to(device), weights.to(device), mask.to(device)
+    if device is not None:
+        ids, weights, mask = ids.to(device), weights.to(device), mask.to(device)
+    return ids, weights, mask
 
 
-# --- the loop ----------------------------------------------------------------------------
+class _FeatureDataset:
+    """A map-style dataset over `Features` (what `transformers.Trainer` iterates)."""
+
+    def __init__(self, features: Sequence[Features]):
+        self.features = list(features)
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def __getitem__(self, i: int) -> Features:
+        return self.features[i]
+
+
+def _trainer_class() -> type:
+    """`transformers.Trainer` with the token-weighted NLL as its loss (built lazily: the
+    import of transformers is slow and CLI commands that do not train should not pay it)."""
+    from transformers import Trainer
+
+    from talent_core.llm.loss import sequence_loss
+
+    class WeightedLossTrainer(Trainer):
+        # our loss is a per-example weighted sum, mean over the micro-batch: the Trainer must
+        # divide it by the accumulation steps (it does not when it thinks the model did)
+        loss_is_scaled_for_ga = False
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            loss, _ = sequence_loss(model, inputs["input_ids"], inputs["weights"],
+                                    inputs["attention_mask"])
+            return (loss, None) if return_outputs else loss
+
+    return WeightedLossTrainer
+
+
+def _callbacks(history: list[dict[str, Any]], bar_desc: str, total: int, progress: bool,
+               on_step: Callable[[int, float], None] | None) -> list[Any]:
+    from transformers import TrainerCallback
+
+    class Record(TrainerCallback):
+        """Loss history (the Trainer logs every step), a tqdm bar, and the ``on_step`` hook
+        after each optimizer step's log and, when one is due, its checkpoint."""
+
+        bar: Any = None
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.bar = tqdm(total=total, initial=state.global_step, desc=bar_desc, unit="step",
+                            disable=not progress)
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if not logs or "loss" not in logs:
+                return
+            loss = float(logs["loss"])
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"{bar_desc}: loss is {loss} at step "
+                                         f"{state.global_step}")
+            history.append({"step": state.global_step, "loss": round(loss, 6)})
+            if self.bar is not None:
+                self.bar.update(state.global_step - self.bar.n)
+                self.bar.set_postfix(loss=f"{loss:.4f}")
+            save_due = (args.save_strategy == "steps" and args.save_steps
+                        and state.global_step % args.save_steps == 0)
+            if not save_due:
+                self._fire(state.global_step)
+
+        def on_save(self, args, state, control, **kw):
+            self._fire(state.global_step)
+
+        def on_train_end(self, args, state, control, **kw):
+            if self.bar is not None:
+                self.bar.close()
+
+        def _fire(self, step: int) -> None:
+            if on_step is not None and history and history[-1]["step"] == step:
+                on_step(step, history[-1]["loss"])
+
+    return [Record()]
 
 
 def run_training(
@@ -223,116 +235,110 @@ def run_training(
     val_features: Sequence[Features] | None = None,
     on_step: Callable[[int, float], None] | None = None,
 ) -> dict[str, Any]:
-    """Train the LoRA parameters of ``model`` on ``features``; returns training metrics.
+    """Train the LoRA parameters of ``model`` on ``features`` with `transformers.Trainer`
+    (so ``torchrun`` / ``accelerate launch`` give DDP, and a DeepSpeed config works, by
+    configuration); returns training metrics.
 
-    ``on_step(step, loss)`` is called after every optimizer step (tests use it to simulate
-    an interruption)."""
+    Checkpoints are the Trainer's (``output_dir/checkpoints/checkpoint-N``: adapter,
+    optimizer, scheduler, RNG states, data position); a restarted run resumes from the
+    latest one. ``checkpoints/fingerprint.json`` ties them to this configuration and data:
+    another configuration is refused. ``on_step(step, loss)`` is called after every
+    optimizer step, after that step's checkpoint (tests use it to simulate a crash)."""
     import torch
-    from transformers import get_linear_schedule_with_warmup
-
-    from talent_core.llm.loss import sequence_loss
+    from transformers import TrainingArguments
+    from transformers.trainer_utils import get_last_checkpoint
 
     if not features:
         raise ValueError("no training examples left (all skipped or none given)")
     out = Path(config.output_dir)
+    ckpt_dir = out / "checkpoints"
     n = len(features)
-    micro_per_epoch = math.ceil(n / config.batch_size)
-    total_micro = micro_per_epoch * config.epochs
-    total_steps = math.ceil(total_micro / config.grad_accum)
+    total_steps = math.ceil(math.ceil(n / config.batch_size) * config.epochs / config.grad_accum)
     if config.max_steps is not None:
         total_steps = min(total_steps, config.max_steps)
-        total_micro = min(total_micro, total_steps * config.grad_accum)
-    warmup = math.ceil(config.warmup_ratio * total_steps)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total_steps)
     fingerprint = _fingerprint(config, kind, features)
-
-    step, micro, history = 0, 0, []
-    resumed_from = None
-    checkpoints = _checkpoints(out)
-    if checkpoints and not resume:
+    fp_file = ckpt_dir / "fingerprint.json"
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    if last and not resume:
         raise ResumeMismatch(
-            f"{out}: holds checkpoints of an earlier run ({checkpoints[-1].name}); resume it "
+            f"{out}: holds checkpoints of an earlier run ({Path(last).name}); resume it "
             "or choose another output directory"
         )
-    if checkpoints:
-        state = _load_checkpoint(model, checkpoints[-1])
-        if state["fingerprint"] != fingerprint:
+    if last:
+        saved = json.loads(fp_file.read_text()) if fp_file.is_file() else {}
+        if saved.get("fingerprint") != fingerprint:
             raise ResumeMismatch(
-                f"{checkpoints[-1]}: checkpoint of a different configuration or data; "
+                f"{last}: checkpoint of a different configuration or data; "
                 "use another output directory (or the original settings and examples)"
             )
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step, micro, history = state["step"], state["micro"], state["history"]
-        resumed_from = step
-        _set_rng_state(state["rng"])
-        log.info("resuming %s from %s (step %d/%d)", kind, checkpoints[-1].name, step,
-                 total_steps)
+        log.info("resuming %s from %s", kind, last)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    fp_file.write_text(json.dumps({"kind": kind, "fingerprint": fingerprint}) + "\n")
 
-    perms: dict[int, list[int]] = {}
-
-    def batch_at(m: int) -> list[Features]:
-        epoch, idx = divmod(m, micro_per_epoch)
-        if epoch not in perms:
-            g = torch.Generator().manual_seed(config.seed + epoch)
-            perms[epoch] = torch.randperm(n, generator=g).tolist()
-        order = perms[epoch]
-        return [features[i] for i in order[idx * config.batch_size:(idx + 1) * config.batch_size]]
-
+    on_cuda = device.startswith("cuda")
+    args = TrainingArguments(
+        output_dir=str(ckpt_dir),
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum,
+        learning_rate=config.lr,
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm or 0.0,
+        num_train_epochs=config.epochs,
+        max_steps=config.max_steps if config.max_steps is not None else -1,
+        lr_scheduler_type="linear",
+        warmup_steps=config.warmup_ratio,  # a float < 1 is a ratio of the steps
+        logging_steps=1,
+        save_strategy="steps" if config.save_every else "no",
+        save_steps=config.save_every or 500,
+        save_total_limit=config.keep_checkpoints if config.save_every else None,
+        seed=config.seed,
+        data_seed=config.seed,
+        use_cpu=not on_cuda,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        report_to=[],
+        disable_tqdm=True,
+        save_only_model=False,
+        gradient_checkpointing=False,  # load_base enabled it already when asked for
+        deepspeed=config.deepspeed,
+    )
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def collate(batch: Sequence[Features]) -> dict[str, Any]:
+        ids, weights, mask = _collate(batch, pad_id)
+        return {"input_ids": ids, "weights": weights, "attention_mask": mask}
+
+    history: list[dict[str, Any]] = []
+    trainer = _trainer_class()(
+        model=model, args=args, train_dataset=_FeatureDataset(features),
+        data_collator=collate,
+        callbacks=_callbacks(history, f"train {kind}", total_steps, config.progress, on_step),
+    )
     model.train()
     t_start = time.perf_counter()
-    steps_this_run = 0
-    bar = tqdm(total=total_steps, initial=step, desc=f"train {kind}", unit="step",
-               disable=not config.progress)
-    try:
-        while micro < total_micro:
-            group_start = micro
-            group = min(config.grad_accum, total_micro - group_start)
-            group_loss = 0.0
-            for _ in range(group):
-                ids, weights, mask = _collate(batch_at(micro), pad_id, device)
-                loss, _per_example = sequence_loss(model, ids, weights, mask)
-                (loss / group).backward()
-                group_loss += float(loss.detach()) / group
-                micro += 1
-            if config.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            steps_this_run += 1
-            if not math.isfinite(group_loss):
-                raise FloatingPointError(f"{kind} training: loss is {group_loss} at step {step}")
-            history.append({"step": step, "loss": round(group_loss, 6),
-                            "lr": scheduler.get_last_lr()[0]})
-            bar.update(1)
-            bar.set_postfix(loss=f"{group_loss:.4f}")
-            if config.save_every and step % config.save_every == 0 and micro < total_micro:
-                _save_checkpoint(model, out, {
-                    "step": step, "micro": micro, "history": history,
-                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                    "rng": _rng_state(), "fingerprint": fingerprint,
-                }, config.keep_checkpoints)
-            if on_step is not None:
-                on_step(step, group_loss)
-    finally:
-        bar.close()
+    result = trainer.train(resume_from_checkpoint=last)
     seconds = time.perf_counter() - t_start
+    step = trainer.state.global_step
+    resumed_from = None
+    if last:
+        resumed_from = int(Path(last).name.split("-")[-1])
+    # the whole history, earlier runs included (the Trainer keeps its log in its state)
+    history = [{"step": h["step"], "loss": round(float(h["loss"]), 6),
+                "lr": h.get("learning_rate")}
+               for h in trainer.state.log_history if "loss" in h]
+    steps_this_run = step - (resumed_from or 0)
     model.eval()
     metrics: dict[str, Any] = {
         "examples": n,
         "epochs": config.epochs,
         "steps": step,
-        "micro_steps": micro,
         "resumed_from_step": resumed_from,
         "seconds_this_run": round(seconds, 2),
         "seconds_per_step": round(seconds / steps_this_run, 4) if steps_this_run else None,
-        "seconds_per_example": round(seconds / (steps_this_run * config.grad_accum), 4)
+        "seconds_per_example": round(seconds / (steps_this_run * config.grad_accum
+                                                * config.batch_size), 4)
         if steps_this_run else None,
+        "train_loss": round(float(result.training_loss), 6),
         "first_loss": history[0]["loss"] if history else None,
         "final_loss": (sum(h["loss"] for h in history[-10:]) / len(history[-10:]))
         if history else None,
@@ -343,9 +349,10 @@ def run_training(
         "examples_with_dropped_rows": sum(1 for f in features if f.dropped_nodes
                                           or f.dropped_edges),
         "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "world_size": args.world_size,
         "history": history[-2000:],
     }
-    if torch.cuda.is_available() and device.startswith("cuda"):
+    if torch.cuda.is_available() and on_cuda:
         metrics["peak_gpu_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     if val_features:
         metrics["val_loss"] = evaluate_loss(model, tokenizer, device, val_features)
@@ -424,7 +431,8 @@ def train_retriever(
 
     def make(ex: TrainingExample) -> Features:
         return retriever_features(tok, ex.question, ex.candidate, ex.retriever_gold, config.lam,
-                                  config.eos_weight, config.max_length, config.task, name)
+                                  config.eos_weight, config.max_length, config.task, name,
+                                  config.prompt_style)
 
     features, skipped = build_features(examples, make, "retriever examples", config.progress)
     val, _ = build_features(val_examples or [], make, "validation examples", config.progress)
@@ -436,7 +444,7 @@ def train_retriever(
         model, "retriever", task=config.task, lam=config.lam, eos_weight=config.eos_weight,
         k=config.k, hops=config.hops, dataset=config.dataset, seed=config.seed,
         max_length=config.max_length, lora=_lora_fields(config), train=_train_fields(config),
-        metrics=metrics,
+        metrics=metrics, prompt_style=config.prompt_style,
     )
     save_adapter(model, config.output_dir, meta)
     log.info("retriever adapter saved to %s (%d steps, final loss %s)", config.output_dir,
@@ -542,7 +550,8 @@ def train_generator(
 
     def make(ex: TrainingExample) -> Features:
         return generator_features(tok, ex.question, ex.candidate, sel_of[id(ex)], ex.answers,
-                                  config.max_length, config.task, name, config.include_endpoints)
+                                  config.max_length, config.task, name, config.include_endpoints,
+                                  style=config.prompt_style)
 
     features, skipped = build_features(examples, make, "generator examples", config.progress)
     val, _ = build_features(val_examples or [], make, "validation examples", config.progress)
@@ -559,7 +568,7 @@ def train_generator(
         include_endpoints=config.include_endpoints,
         retriever=str(retriever_dir) if source == "trained" else source,
         lora=_lora_fields(config), train=_train_fields(config), metrics=metrics,
-        eos_weight=1.0,
+        eos_weight=1.0, prompt_style=config.prompt_style,
     )
     save_adapter(model, config.output_dir, meta)
     log.info("generator adapter saved to %s (%d steps, final loss %s)", config.output_dir,

@@ -85,8 +85,34 @@ def test_ask_json_with_tiny_model(use_toy, tmp_path):
     assert out["candidate"], "S must not be empty for a known topic entity"
     assert {"retriever", "generator"} <= set(out["timings_ms"])
     for o in out["out_of_candidate"]:
-        assert set(o) == {"name", "grounded", "id"}
+        assert set(o) == {"name", "grounded", "id", "kg_name"}
         assert o["grounded"] == (o["id"] is not None)
+    # no adapters exist for the tiny model: the frozen model answers, and we say so
+    assert out["frozen"] == ["retriever", "generator"]
+    assert "frozen base model" in r.stderr
+
+
+def test_ask_ranked_answers_are_kg_nodes_with_kg_casing(use_toy, tmp_path):
+    from talent_core.llm.testing import tiny_llama
+
+    model = tiny_llama(tmp_path / "tiny")
+    r = run("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
+            "--decode", "ranked", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["decode"] == "ranked" and out["answer"]
+    kg = {n["name"]: n["id"] for n in out["candidate"]}
+    # the answers are nodes of S, spelled as the KG spells them (not lower-cased)
+    assert all(a in kg for a in out["answer"])
+    assert all(r["name"] in kg and kg[r["name"]] == r["id"] for r in out["ranked"])
+    scores = [r["score"] for r in out["ranked"]]
+    assert scores == sorted(scores, reverse=True)
+    assert out["answer"][0] == out["ranked"][0]["name"]
+    assert out["retriever_ranked"]  # the ranked retriever scored every node of S
+    selected = {n["name"] for n in out["selected"]}
+    assert {r["name"] for r in out["ranked"]} <= {n.lower() for n in selected} | selected
+    r = run("ask", "who directed Gravity", "--base-model", str(model), "--decode", "beam")
+    assert r.exit_code == 2 and "--decode must be free or ranked" in r.output
 
 
 def test_ask_rejects_missing_adapter_dir(use_toy, tmp_path):

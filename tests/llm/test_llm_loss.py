@@ -81,13 +81,15 @@ def test_weights_land_on_name_tokens(tiny_tok, candidate) -> None:
     ids, weights, n_prompt = encode_weighted(tiny_tok, rendered, target, LAM, 0.7)
     text = rendered.prompt + target.text + tiny_tok.eos_token
     by_weight = _weighted_chars(tiny_tok, text, ids, weights)
-    assert by_weight[1.0] == "james cameron"  # multi-token name, every token weighted
-    assert by_weight[LAM] == "titanicleonardo dicaprio1997avatarenglish"
+    # multi-token name, every token weighted, and the separator after it carries its weight
+    # (continuing the list after a gold name is learnt: issue 8's one-name collapse)
+    assert by_weight[1.0] == "james cameron|"
+    assert by_weight[LAM] == "titanic|leonardo dicaprio|1997|avatar|english"
     assert by_weight[0.7] == tiny_tok.eos_token
     assert set(by_weight) == {0.0, 1.0, LAM, 0.7}
-    # the prompt and every separator have weight 0
+    # the prompt has weight 0; the last name is followed by EOS, not a separator
     assert all(w == 0.0 for w in weights[:n_prompt])
-    assert by_weight[0.0].endswith("<|im_start|>assistant\n" + "|" * 5)
+    assert by_weight[0.0].endswith("<|im_start|>assistant\n")
     assert sum(1 for w in weights if w == 1.0) > 1  # james cameron is several tokens
 
 
@@ -105,7 +107,8 @@ def test_in_context_tokenisation(tiny_tok) -> None:
     enc = tiny_tok(text, add_special_tokens=False, return_offsets_mapping=True)
     toks = tiny_tok.convert_ids_to_tokens(ids)
     straddle = toks.index("|(", len(toks) - 20)
-    assert weights[straddle] == LAM  # covers the separator AND the name's "("
+    # covers titanic's separator (weight 1) AND the weak name's "(" (lambda): the max wins
+    assert weights[straddle] == 1.0
     name_start = text.index("(500) days of summer<")
     in_context = [i for i, (s, e) in zip(ids, enc["offset_mapping"], strict=True)
                   if s < len(text) - len(tiny_tok.eos_token) and e > name_start]
@@ -113,8 +116,9 @@ def test_in_context_tokenisation(tiny_tok) -> None:
     assert tiny_tok.convert_ids_to_tokens(alone[:1]) == ["("]
     assert in_context[1:] == alone[1:]
     covered = "".join(text[max(s, name_start):e] for (s, e), w in
-                      zip(enc["offset_mapping"], weights, strict=True) if w == LAM)
-    assert covered == "(500) days of summer"
+                      zip(enc["offset_mapping"], weights, strict=True)
+                      if w > 0 and e > name_start and s < len(text) - len(tiny_tok.eos_token))
+    assert covered == "(500) days of summer"  # every character of the name is weighted
     assert weights[toks.index("titanic", len(toks) - 20)] == 1.0
 
 

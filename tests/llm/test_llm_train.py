@@ -60,16 +60,16 @@ def test_resume_continues_from_checkpoint(tiny_dir, settings, tmp_path) -> None:
     class Crash(RuntimeError):
         pass
 
-    def crash_at_4(step: int, loss: float) -> None:
-        if step == 4:
+    def crash_at_5(step: int, loss: float) -> None:
+        if step == 5:
             raise Crash
 
     cfg = _config(tmp_path / "b", tiny_dir, epochs=2, grad_accum=1, save_every=2,
                   keep_checkpoints=1)
     with pytest.raises(Crash):
-        train_retriever(examples, cfg, settings, on_step=crash_at_4)
-    ckpts = sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir())
-    assert ckpts == ["step-0000004"]  # keep_checkpoints=1 pruned step 2
+        train_retriever(examples, cfg, settings, on_step=crash_at_5)
+    ckpts = sorted(p.name for p in (tmp_path / "b" / "checkpoints").iterdir() if p.is_dir())
+    assert ckpts == ["checkpoint-4"]  # keep_checkpoints=1 pruned step 2; step 5 was lost
     resumed = train_retriever(examples, cfg, settings)
     assert resumed.metrics["resumed_from_step"] == 4 and resumed.metrics["steps"] == 6
     assert [h["step"] for h in resumed.metrics["history"]] == [1, 2, 3, 4, 5, 6]

@@ -1,0 +1,46 @@
+"""Seeded, disjoint train / validation / test split of MetaQA dev questions, balanced over
+hops (the question files of issue 8's experiment).
+
+    python bench/metaqa_split.py --metaqa ../shared/data/metaqa --out .talent/exp \
+        --train 400 --val 30 --test 100
+
+Each hop's qa_dev.txt is shuffled with random.Random(hop); the first ``--train`` lines go
+to train, the next ``--test`` to test, the next ``--val`` to validation (per hop). The split
+is by line and no question text is in two parts (asserted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--metaqa", type=Path, default=Path("../shared/data/metaqa"))
+    ap.add_argument("--out", type=Path, default=Path(".talent/exp"))
+    ap.add_argument("--train", type=int, default=400)
+    ap.add_argument("--val", type=int, default=30)
+    ap.add_argument("--test", type=int, default=100)
+    a = ap.parse_args()
+    parts: dict[str, list[str]] = {"train": [], "test": [], "val": []}
+    for h in (1, 2, 3):
+        src = a.metaqa / f"{h}-hop" / "qa_dev.txt"
+        lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        random.Random(h).shuffle(lines)
+        cut = [0, a.train, a.train + a.test, a.train + a.test + a.val]
+        parts["train"] += lines[cut[0]:cut[1]]
+        parts["test"] += lines[cut[1]:cut[2]]
+        parts["val"] += lines[cut[2]:cut[3]]
+    q = {k: {ln.split("\t")[0] for ln in v} for k, v in parts.items()}
+    assert not (q["train"] & q["test"]) and not (q["val"] & q["test"]) and not (
+        q["train"] & q["val"]), "a question is in two parts"
+    a.out.mkdir(parents=True, exist_ok=True)
+    for name, lines in parts.items():
+        (a.out / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        print(f"{name}: {len(lines)} questions -> {a.out / (name + '.txt')}")
+
+
+if __name__ == "__main__":
+    main()
