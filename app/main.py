@@ -10,7 +10,6 @@ Run: `talent app` (or `streamlit run app/main.py`).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -23,12 +22,30 @@ from talent_core.retrieval import RetrievalConfig
 st.set_page_config(page_title="TaLenT GraphQA", layout="wide")
 
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "talent_core" / "demo" / "metaqa" / \
+    "examples.txt"
+
+
 @st.cache_resource(show_spinner="Opening the graph store…")
-def get_pipeline(retriever_dir: str, generator_dir: str) -> Pipeline:
-    return Pipeline(
-        retriever_dir=Path(retriever_dir) if retriever_dir else None,
-        generator_dir=Path(generator_dir) if generator_dir else None,
-    )
+def get_pipeline(adapters: str, decode: str) -> Pipeline:
+    return Pipeline(adapters=adapters or None, decode=decode)  # type: ignore[arg-type]
+
+
+def example_questions() -> list[str]:
+    """MetaQA dev questions for the bundled demo KB (none used in training)."""
+    if not EXAMPLES.is_file():
+        return []
+    return [ln.split("\t")[0] for ln in EXAMPLES.read_text(encoding="utf-8").splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def ensure_models(pipe: Pipeline) -> None:
+    """Load the language models once, with a message: the first load converts the base
+    model (GGUF -> safetensors, cached) and can take half a minute."""
+    if pipe._models is None:
+        with st.spinner("Loading the language models (first use converts the base model "
+                        "once and caches it; about 30 s)…"):
+            _ = pipe.models
 
 
 def dot_graph(answer) -> str:
@@ -66,10 +83,21 @@ def ask_page() -> None:
             help="retrieval: candidate subgraph only (no LLM). full: LLM retriever + "
             "generator. no-retriever: S straight to the generator (ablation).",
         )
-        retriever_dir = st.text_input("Retriever adapter dir (empty: frozen base model)",
-                                      os.environ.get("TALENT_RETRIEVER_DIR", ""))
-        generator_dir = st.text_input("Generator adapter dir (empty: base model)",
-                                      os.environ.get("TALENT_GENERATOR_DIR", ""))
+        decode = st.radio(
+            "Decoding", ["ranked", "free"],
+            index=0 if settings.decode == "ranked" else 1,
+            help="ranked: every candidate name is scored by the model; answers are KG nodes "
+            "with scores. free: the paper's greedy decoding of a name list.")
+        choice = st.selectbox(
+            "Adapters", ["bundled (trained)", "none (frozen base model)", "directory…"],
+            help="bundled: the LoRA adapters shipped with the package for the default base "
+            "model; none: the base model without training (the paper's frozen ablation).")
+        adapters = {"bundled (trained)": "bundled", "none (frozen base model)": "none"}.get(
+            choice, "")
+        if not adapters:
+            adapters = st.text_input("Directory with retriever/ and generator/",
+                                     settings.adapters if settings.adapters not in
+                                     ("bundled", "none") else "")
         st.header("Retrieval")
         defaults = RetrievalConfig()
         k = st.slider("k nodes = k edges", 1, 20, defaults.k_nodes)
@@ -77,7 +105,11 @@ def ask_page() -> None:
         prizes = st.selectbox("prize rule", ["default", "paper"])
         st.caption(f"store: {settings.store}")
 
-    pipe = get_pipeline(retriever_dir.strip(), generator_dir.strip())
+    try:
+        pipe = get_pipeline(adapters.strip(), decode)
+    except FileNotFoundError as e:
+        st.error(str(e))
+        return
     stats = pipe.stats()
     st.title("TaLenT GraphQA")
     c1, c2, c3 = st.columns(3)
@@ -87,16 +119,33 @@ def ask_page() -> None:
     if stats.triples == 0:
         st.warning("The store is empty: load a KG on the *Load data* page or run `talent demo`.")
 
+    examples = example_questions()
+    if examples:
+        picked = st.selectbox("Example questions (MetaQA dev, for the bundled movie KB)",
+                              ["—"] + examples, key="example")
+        if picked != "—" and st.session_state.get("_example") != picked:
+            st.session_state["_example"] = picked
+            st.session_state["question"] = picked
     question = st.text_input("Question", key="question",
                              placeholder="e.g. who directed the films that [Tom Hanks] starred in")
     topic = st.text_input("Topic entities (optional, `|`-separated)", key="topic")
     if not st.button("Ask", type="primary") or not question.strip():
         return
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
+    if mode != "retrieval":
+        frozen = [r for r in pipe.frozen_roles if mode == "full" or r == "generator"]
+        if frozen:
+            st.warning("No trained adapter for the " + " and the ".join(frozen) + ": the "
+                       "frozen base model runs in its place, and its answers are poor.")
+        try:
+            ensure_models(pipe)
+        except Exception as e:
+            st.error(f"{type(e).__name__}: {e}")
+            return
     with st.spinner("Retrieving…" if mode == "retrieval" else "Retrieving and generating…"):
         try:
-            answer = pipe.ask(question, topics, mode=mode, k_nodes=k, k_edges=k, hops=hops,
-                              prizes=prizes)
+            answer = pipe.ask(question, topics, mode=mode, decode=decode, k_nodes=k,
+                              k_edges=k, hops=hops, prizes=prizes)
         except Exception as e:  # shown to the analyst, not swallowed
             st.error(f"{type(e).__name__}: {e}")
             return
@@ -104,8 +153,16 @@ def ask_page() -> None:
     if mode != "retrieval":
         st.subheader("Answer")
         st.markdown(" | ".join(f"**{a}**" for a in answer.answer) or "_(no answer)_")
-        with st.expander("raw generator output"):
-            st.code(answer.raw or "")
+        who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
+        st.caption(f"{answer.decode} decoding · {who}")
+        if answer.ranked:
+            with st.expander("ranked candidate answers (log-likelihood)"):
+                st.dataframe([{"answer": r.name, "score": r.score, "id": r.id,
+                               "chosen": r.name in answer.answer} for r in answer.ranked],
+                             width="stretch")
+        else:
+            with st.expander("raw generator output"):
+                st.code(answer.raw or "")
     cand = answer.candidate
     st.caption(
         f"S: {len(cand.nodes)} nodes, {len(cand.edges)} edges"
@@ -123,28 +180,33 @@ def ask_page() -> None:
     with tabs[1]:
         st.dataframe([{"name": n.name, "id": n.id, "prize": n.prize, "seed": n.seed,
                        "selected": n.id in sel_ids} for n in cand.nodes],
-                     use_container_width=True)
+                     width="stretch")
     with tabs[2]:
         if answer.selection is None:
             st.info("No LLM retriever in this mode.")
         else:
             st.dataframe([{"name": n.name, "id": n.id} for n in answer.selection.selected],
-                         use_container_width=True)
-            st.code(answer.selection.raw or "", language=None)
+                         width="stretch")
+            if answer.selection.ranked:
+                st.caption("ranked retriever: every node of S scored (log-likelihood)")
+                st.dataframe([r.model_dump(exclude={"id"}) for r in answer.selection.ranked],
+                             width="stretch")
+            else:
+                st.code(answer.selection.raw or "", language=None)
     with tabs[3]:
         if answer.selection is None:
             st.info("No LLM retriever in this mode.")
         else:
             st.dataframe([o.model_dump() for o in answer.selection.out_of_candidate],
-                         use_container_width=True)
+                         width="stretch")
     with tabs[4]:
         edges = answer.edges if mode != "retrieval" else cand.edges
         names = {n.id: n.name for n in cand.nodes}
         st.dataframe([{"src": names.get(e.src, e.src), "rel": e.rel,
                        "dst": names.get(e.dst, e.dst), "prize": e.prize} for e in edges],
-                     use_container_width=True)
+                     width="stretch")
     with tabs[5]:
-        st.dataframe([s.model_dump() for s in cand.seeds], use_container_width=True)
+        st.dataframe([s.model_dump() for s in cand.seeds], width="stretch")
 
 
 def load_page() -> None:
@@ -160,7 +222,7 @@ def load_page() -> None:
         path = Path(tmp) / upload.name
         path.write_bytes(upload.getvalue())
         rejects = Path(tmp) / "rejects.tsv" if on_error == "skip" else None
-        pipe = get_pipeline("", "")
+        pipe = get_pipeline("none", "ranked")
         try:
             with st.spinner(f"Loading {upload.name}…"):
                 report = load_path(path, fmt, store=pipe.store, on_error=on_error,
@@ -175,4 +237,7 @@ def load_page() -> None:
 
 
 page = st.sidebar.radio("Page", ["Ask", "Load data"], label_visibility="collapsed")
-ask_page() if page == "Ask" else load_page()
+if page == "Ask":
+    ask_page()
+else:
+    load_page()

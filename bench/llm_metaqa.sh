@@ -1,63 +1,107 @@
 #!/usr/bin/env bash
-# The MetaQA LLM experiment of issue 4, CPU, SmolLM2-135M (TALENT_BASE_MODEL=smollm2):
-# split -> candidates (k=10, hops=3) -> train retriever -> train generator on the TRAINED
-# retriever's selections -> evaluate full / frozen retriever / no retriever on held-out
-# questions -> bench/results/llm_metaqa.json. About 2.5 h on 2 CPU cores.
+# Issue 8's MetaQA LLM experiment on CPU with SmolLM2-135M (TALENT_BASE_MODEL=smollm2):
+#   split (1002 train balanced over hops / 90 val / 300 test; the generator uses 600 of them) -> candidates (k=10, hops=3)
+#   -> train retriever (LoRA, token-weighted NLL, separators weighted) -> tune its ranked
+#   V-hat on val -> train generator on the trained retriever's RANKED selections -> tune the
+#   answer margin on val -> evaluate {ranked, free} x {full, no retriever, frozen retriever}
+#   on the 300 held-out questions -> bench/results/llm_metaqa.json.
+# About 2 h on 2 CPU cores (training ~75 min).
 #
 #   METAQA=../shared/data/metaqa bash bench/llm_metaqa.sh
 #
 # Needs MetaQA loaded into $TALENT_DATA_DIR first:
 #   TALENT_DATA_DIR=.talent/metaqa talent load $METAQA/kb.txt --format metaqa
+# STAGES (default "all") picks steps:
+#   split,examples,retriever,tune1,generator,tune2,install,eval,webqsp,report
 set -euo pipefail
 cd "$(dirname "$0")/.."
 METAQA=${METAQA:-../shared/data/metaqa}
 EXP=${EXP:-.talent/exp}
 RUNS=${RUNS:-runs}
 export TALENT_DATA_DIR=${TALENT_DATA_DIR:-.talent/metaqa}
-EPOCHS=${EPOCHS:-3}
-LR=${LR:-5e-4}
-LAM=${LAM:-0.01}
+STAGES=${STAGES:-all}
+FREE_PER_HOP=${FREE_PER_HOP:-100}  # free decoding is slow on CPU: first N test questions per hop
+TRAIN_OPTS=(--lr 4e-4 --epochs 1 --grad-accum 4 --lora-targets all-linear --prompt-style compact
+            --dataset metaqa --k 10 --hops 3 --save-every 50)
 talent() { python -m talent_core "$@"; }
+want() { [[ $STAGES == all || ,$STAGES, == *,$1,* ]]; }
 mkdir -p "$EXP" "$RUNS"
 
-# 1. split each hop's dev file with a seeded shuffle: 100 train, 67 test, 10 validation
-python - "$METAQA" "$EXP" <<'EOF'
-import random, sys
-from pathlib import Path
-src, exp = Path(sys.argv[1]), Path(sys.argv[2])
-parts = {"train": [], "test": [], "val": []}
-for h in (1, 2, 3):
-    lines = [l for l in (src / f"{h}-hop" / "qa_dev.txt").read_text().splitlines() if l.strip()]
-    random.Random(h).shuffle(lines)
-    parts["train"] += lines[:100]; parts["test"] += lines[100:167]; parts["val"] += lines[167:177]
-for name, lines in parts.items():
-    (exp / f"{name}.txt").write_text("\n".join(lines) + "\n")
-assert not set(parts["train"]) & set(parts["test"]) and not set(parts["val"]) & set(parts["test"])
-EOF
-
+if want split; then
+  python bench/metaqa_split.py --metaqa "$METAQA" --out "$EXP" --train 400 --val 30 --test 100
+fi
 talent server start
-# 2. candidates S for every question (the same retrieval the pipeline runs)
-for s in train val test; do
-  talent examples "$EXP/$s.txt" --format metaqa --hops 3 -o "$EXP/${s}_h3.jsonl"
-done
-
-# 3. retriever (token-weighted NLL), then 4. generator on the trained retriever's selections
-/usr/bin/time -v python -m talent_core train retriever "$EXP/train_h3.jsonl" \
-  --val "$EXP/val_h3.jsonl" -o "$RUNS/metaqa-retriever" --lam "$LAM" --lr "$LR" \
-  --epochs "$EPOCHS" --dataset metaqa --k 10 --hops 3 --save-every 50 2> "$RUNS/retriever.log"
-/usr/bin/time -v python -m talent_core train generator "$EXP/train_h3.jsonl" \
-  --val "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" -o "$RUNS/metaqa-generator" \
-  --lr "$LR" --epochs "$EPOCHS" --dataset metaqa --k 10 --hops 3 --save-every 50 \
-  2> "$RUNS/generator.log"
-
-# 5. held-out evaluation: full, frozen retriever (no --retriever), no retriever
-talent eval "$EXP/test.txt" --format metaqa --hops 3 --mode full \
-  --retriever "$RUNS/metaqa-retriever" --generator "$RUNS/metaqa-generator" \
-  --rows "$EXP/eval_full.jsonl"
-talent eval "$EXP/test.txt" --format metaqa --hops 3 --mode no-retriever \
-  --generator "$RUNS/metaqa-generator" --rows "$EXP/eval_noretriever.jsonl"
-talent eval "$EXP/test.txt" --format metaqa --hops 3 --mode full \
-  --generator "$RUNS/metaqa-generator" --rows "$EXP/eval_frozen.jsonl"
-
-python bench/llm_report.py --exp "$EXP" --runs "$RUNS" --metaqa "$METAQA" \
-  --out bench/results/llm_metaqa.json
+if want examples; then
+  for s in train val test; do
+    talent examples "$EXP/$s.txt" --format metaqa --hops 3 -o "$EXP/${s}_h3.jsonl"
+  done
+  # 334 training questions per hop (1,002): the first 334 of each hop's 400
+  python - "$EXP" <<'PY'
+import sys
+e = sys.argv[1]
+lines = open(f"{e}/train_h3.jsonl").read().splitlines()
+open(f"{e}/train1k_h3.jsonl", "w").write("\n".join(lines[0:334] + lines[400:734] + lines[800:1134]) + "\n")
+# the generator: the first 200 of each hop's 334 (600; what fitted the session's CPU time)
+open(f"{e}/train600_h3.jsonl", "w").write("\n".join(lines[0:200] + lines[400:600] + lines[800:1000]) + "\n")
+PY
+fi
+if want retriever; then
+  /usr/bin/time -v python -m talent_core train retriever "$EXP/train1k_h3.jsonl" \
+    --val "$EXP/val_h3.jsonl" -o "$RUNS/metaqa-retriever" --lam 0.01 "${TRAIN_OPTS[@]}" \
+    2> "$RUNS/retriever.log"
+fi
+if want tune1; then
+  talent train tune-ranking "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" \
+    --report "$EXP/tune_retriever.json"
+fi
+if want generator; then
+  /usr/bin/time -v python -m talent_core train generator "$EXP/${GEN_TRAIN:-train600}_h3.jsonl" \
+    --val "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" --retriever-decode ranked \
+    -o "$RUNS/metaqa-generator" "${TRAIN_OPTS[@]}" 2> "$RUNS/generator.log"
+fi
+if want tune2; then
+  talent train tune-ranking "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" \
+    --generator "$RUNS/metaqa-generator" --report "$EXP/tune.json"
+fi
+if want install; then  # the evaluation runs the installed (float16) copies users get
+  python bench/model_card.py --runs "$RUNS" --install
+fi
+if want eval; then
+  # free decoding: the first FREE_PER_HOP test questions of each hop (balanced subset)
+  python - "$EXP" "$FREE_PER_HOP" <<'PY'
+import sys
+e, n = sys.argv[1], int(sys.argv[2])
+lines = [x for x in open(f"{e}/test.txt").read().splitlines() if x.strip()]
+open(f"{e}/test_free.txt", "w").write("\n".join(lines[0:n] + lines[100:100 + n] + lines[200:200 + n]) + "\n")
+PY
+  for decode in ranked free; do
+    test="$EXP/test.txt"; [[ $decode == free ]] && test="$EXP/test_free.txt"
+    talent eval "$test" --format metaqa --hops 3 --mode full --decode $decode \
+      --rows "$EXP/eval_${decode}_full.jsonl"
+    talent eval "$test" --format metaqa --hops 3 --mode no-retriever --decode $decode \
+      --rows "$EXP/eval_${decode}_noretriever.jsonl"
+    talent eval "$test" --format metaqa --hops 3 --mode full --decode $decode \
+      --frozen-retriever \
+      --rows "$EXP/eval_${decode}_frozen.jsonl"
+  done
+fi
+if want webqsp; then  # the MetaQA-trained adapters on WebQSP-evidence (Freebase), ranked
+  WQ=${WEBQSP:-../shared/data/webqsp-evidence/dev.jsonl}
+  export TALENT_DATA_DIR=.talent/webqsp
+  [[ -f .talent/webqsp/questions/webqsp-evidence-dev.jsonl ]] || talent load "$WQ" --format rog
+  talent server start
+  for m in full:full no-retriever:noretriever frozen:frozen; do
+    mode=${m%%:*}; name=${m##*:}; extra=()
+    [[ $mode == frozen ]] && { mode=full; extra=(--frozen-retriever); }
+    talent eval .talent/webqsp/questions/webqsp-evidence-dev.jsonl --format rog --hops 2 \
+      --mode $mode --decode ranked "${extra[@]}" --limit "${WEBQSP_LIMIT:-400}" \
+      --rows "$EXP/webqsp_ranked_$name.jsonl"
+  done
+  talent server stop
+  export TALENT_DATA_DIR=.talent/metaqa
+fi
+if want report; then
+  python bench/llm_report.py --exp "$EXP" --runs "$RUNS" --metaqa "$METAQA" \
+    --out bench/results/llm_metaqa.json
+  python bench/model_card.py --card
+fi

@@ -22,10 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from talent_core.evaluate import summarise
 
-MODES = {  # label -> rows file under --exp
-    "full (trained retriever + generator)": "eval_full.jsonl",
-    "frozen retriever (base model selects)": "eval_frozen.jsonl",
-    "no retriever (S straight to the generator)": "eval_noretriever.jsonl",
+MODES = {  # label -> rows file under --exp (talent eval --rows)
+    f"{decode} / {label}": f"eval_{decode}_{name}.jsonl"
+    for decode in ("ranked", "free")
+    for label, name in (("full (trained retriever + generator)", "full"),
+                        ("no retriever (S straight to the generator)", "noretriever"),
+                        ("frozen retriever (base model selects)", "frozen"))
 }
 TRAIN_KEYS = ("examples", "epochs", "steps", "seconds_this_run", "seconds_per_step",
               "seconds_per_example", "first_loss", "final_loss", "val_loss", "mean_tokens",
@@ -69,10 +71,26 @@ def _timing(rows: list[dict], key: str) -> dict[str, float] | None:
 
 
 def summary(rows: list[dict]) -> dict[str, Any]:
-    """`talent eval`'s own summary of the rows, plus stage latencies."""
+    """`talent eval`'s own summary of the rows, plus stage latencies and the histogram of
+    V-hat sizes (names the retriever output, in S or not)."""
     out = summarise(rows)
     timings = {k: _timing(rows, k) for k in ("retriever", "generator", "total")}
     out["timings"] = {k: v for k, v in timings.items() if v}
+    sizes = [int(r["selected"]["size"]) for r in rows if "selected" in r]
+    if sizes:
+        hist: dict[str, int] = {}
+        for n in sizes:
+            key = str(n) if n < 10 else ("10-19" if n < 20 else "20+")
+            hist[key] = hist.get(key, 0) + 1
+        out["selected_size_histogram"] = dict(sorted(hist.items(), key=lambda kv: (
+            len(kv[0]), kv[0])))
+    if rows and "selected" in rows[0] and "candidate" in rows[0]:
+        s_hit = sum(r["candidate"]["hit"] for r in rows) / len(rows)
+        s_size = sum(r["candidate"]["size"] for r in rows) / len(rows)
+        v = out.get("selected", {})
+        if s_hit and s_size and v:
+            out["selected_vs_s"] = {"hit_share": round(v["hit"] / s_hit, 4),
+                                    "size_share": round(v["size"] / s_size, 4)}
     return out
 
 
@@ -99,6 +117,11 @@ def main() -> int:
             by_hop.setdefault(f"{hops.get(' '.join(r['question'].split()), 0)}-hop", []).append(r)
         report["eval"][label] = {"all": summary(rows),
                                  **{h: summary(rs) for h, rs in sorted(by_hop.items())}}
+    for name in ("full", "noretriever", "frozen"):  # MetaQA adapters on WebQSP-evidence
+        path = args.exp / f"webqsp_ranked_{name}.jsonl"
+        if path.exists():
+            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+            report.setdefault("webqsp", {})[name] = summary(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
 

@@ -26,8 +26,11 @@ _GENERIC_STEMS = {"train", "dev", "test", "val", "valid", "validation", "data", 
 def detect_format(path: str) -> str:
     """Guess the format from the file name; raise LoadError when it is ambiguous."""
     p = Path(path)
-    name = p.name.lower()
-    suffix = p.suffix.lower()
+    name = p.name.lower().removesuffix(".gz")  # kb.txt.gz reads as kb.txt (line formats)
+    suffix = Path(name).suffix
+    if suffix in (".jsonl", ".json", ".parquet") and p.name.lower().endswith(".gz"):
+        raise LoadError(path, None, "gzip is read for line formats (metaqa, triples, "
+                        "ntriples) only; decompress this file first")
     if suffix in (".jsonl", ".json", ".parquet"):
         return "rog"
     if suffix == ".nt":

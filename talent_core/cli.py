@@ -34,6 +34,7 @@ train_app = typer.Typer(no_args_is_help=True,
                         help="LoRA training of the LLM retriever / generator.")
 train_app.command("retriever")(_llm_cli.train_retriever)
 train_app.command("generator")(_llm_cli.train_generator)
+train_app.command("tune-ranking")(_llm_cli.tune_ranking)
 app.add_typer(train_app, name="train")
 app.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
 
@@ -447,9 +448,10 @@ def demo(
         run_app(port=port, address=address)
 
 
+@app.command("prepare")
 def prepare_models() -> None:
-    """Convert the default base model once (GGUF -> safetensors, cached) so that no UI
-    request waits for it, and say which adapters will answer."""
+    """Convert the default base model once (GGUF -> safetensors, cached) so that no question
+    waits for it, and say which adapters will answer (make install runs this)."""
     from talent_core.config import get_settings
     from talent_core.llm.models import resolve_base_model
     from talent_core.pipeline import resolve_adapters

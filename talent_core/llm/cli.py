@@ -156,6 +156,9 @@ def train_generator(
                                                     "each context edge as a node")] = False,
     retriever_max_new_tokens: Annotated[int, typer.Option(help="retriever output budget")]
     = 256,
+    retriever_decode: Annotated[str, typer.Option(help="how the retriever selects the "
+                                                  "training contexts: free or ranked (use "
+                                                  "the decoding you will run)")] = "free",
     epochs: Epochs = 3,
     lr: Lr = 5e-5,
     warmup_ratio: Warmup = 0.03,
@@ -183,6 +186,8 @@ def train_generator(
     from talent_core.llm.models import read_meta
     from talent_core.llm.train import train_generator as run
 
+    if retriever_decode not in ("free", "ranked"):
+        raise _fail(f"--retriever-decode must be free or ranked, not {retriever_decode!r}")
     chosen = sum([retriever is not None, frozen_retriever, no_retriever])
     if chosen != 1:
         raise _fail("give exactly one of --retriever DIR, --frozen-retriever, --no-retriever")
@@ -200,10 +205,54 @@ def train_generator(
     validation = _load(val, None) if val else None
     try:
         meta = run(train, config, retriever, source, val_examples=validation, resume=resume,
-                   retriever_max_new_tokens=retriever_max_new_tokens)
+                   retriever_max_new_tokens=retriever_max_new_tokens,
+                   retriever_decode=retriever_decode)
     except (BaseModelMismatch, ResumeMismatch) as e:
         raise _fail(str(e)) from e
     _summary(meta, output)
+
+
+def tune_ranking(
+    val: Annotated[Path, typer.Argument(help="validation examples (JSONL of TrainingExample, "
+                                        "from `talent examples`), not used in training",
+                                        exists=True, dir_okay=False)],
+    retriever: Annotated[Path, typer.Option("--retriever", help="trained retriever adapter",
+                                            exists=True, file_okay=False)],
+    generator: Annotated[Path | None, typer.Option("--generator", help="trained generator "
+                                                   "adapter", exists=True, file_okay=False)]
+    = None,
+    coverage: Annotated[float, typer.Option(help="V-hat must keep this share of S's Hit")]
+    = 0.97,
+    report: Annotated[Path | None, typer.Option(help="write the curves here (JSON)")] = None,
+    device: Device = None,
+    limit: Limit = None,
+) -> None:
+    """Tune ranked decoding on a validation split (V-hat size vs coverage; the answer-set
+    margin) and store the values in the adapters' metadata."""
+    from talent_core.llm.infer import load_models
+    from talent_core.llm.models import read_meta, write_meta
+    from talent_core.llm.tune import tune
+
+    examples = _load(val, limit)
+    try:
+        r_model, g_model = load_models(None, retriever, generator, device=device)
+    except BaseModelMismatch as e:
+        raise _fail(str(e)) from e
+    result = tune(examples, r_model, g_model if generator else None, coverage)
+    for role, path in (("retriever", retriever), ("generator", generator)):
+        if path is None:
+            continue
+        meta = read_meta(path)
+        chosen = result[role]
+        meta.ranking = {"margin": chosen["margin"], "top_m": chosen["top_m"] or 0}
+        meta.metrics["ranking_val"] = {"examples": str(val), "n": result["n"],
+                                       **{k: v for k, v in chosen["val"].items()}}
+        write_meta(path, meta)
+    if report is not None:
+        report.write_text(json.dumps(result, indent=1) + "\n")
+    typer.echo(json.dumps({"s_hit": result["s_hit"], "s_size": result["s_size"],
+                           "retriever": result["retriever"],
+                           "generator": result.get("generator")}))
 
 
 def _config(values: dict[str, Any]) -> TrainConfig:

@@ -80,7 +80,8 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> Path:
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    log.info("converting %s to safetensors in %s (once)", gguf_path.name, out_dir)
+    log.warning("first use: converting %s to safetensors in %s (once, ~30 s; cached)",
+                gguf_path.name, out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)

@@ -71,7 +71,7 @@ def score_continuations(
     if any(len(c) == 0 for c in continuations):
         raise ValueError("every continuation needs at least one token")
     device = prompt_ids.device
-    out = model(input_ids=prompt_ids, use_cache=True)
+    out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token 1
     layers = _cache_layers(out.past_key_values)
     t = prompt_ids.shape[1]

@@ -55,7 +55,7 @@ from talent_core.llm.models import (
     save_adapter,
 )
 from talent_core.llm.prompts import PromptStyle, Task
-from talent_core.models import Selection
+from talent_core.models import Decode, Selection
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +314,9 @@ def run_training(
         data_collator=collate,
         callbacks=_callbacks(history, f"train {kind}", total_steps, config.progress, on_step),
     )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # logs go to the history and the bar, not stdout
     model.train()
     t_start = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=last)
@@ -468,10 +471,13 @@ def collect_selections(
     cache_path: Path | None = None,
     progress: bool = True,
     tag: str = "",
+    decode: Decode = "free",
 ) -> list[Selection]:
     """Run ``retriever.select`` on every example, caching to JSONL (resumable: an
     interrupted run keeps what it wrote; a partial last line is ignored). ``tag`` names
-    the retriever (part of the cache key, so another retriever never reuses the cache)."""
+    the retriever (part of the cache key, so another retriever never reuses the cache);
+    ``decode``: free (the paper's greedy line) or ranked (`ranking`)."""
+    tag = f"{tag}|{decode}"
     cached: dict[str, Selection] = {}
     if cache_path is not None and cache_path.is_file():
         with cache_path.open(encoding="utf-8") as f:
@@ -491,7 +497,7 @@ def collect_selections(
             key = _selection_key(ex, tag)
             sel = cached.get(key)
             if sel is None:
-                sel = retriever.select(ex.question, ex.candidate)
+                sel = retriever.select(ex.question, ex.candidate, decode=decode)
                 cached[key] = sel
                 if sink is not None:
                     sink.write(json.dumps({"key": key, "selection": sel.model_dump()}) + "\n")
@@ -516,8 +522,10 @@ def train_generator(
     resume: bool = True,
     retriever_max_new_tokens: int = 256,
     on_step: Callable[[int, float], None] | None = None,
+    retriever_decode: Decode = "free",
 ) -> AdapterMeta:
-    """SFT of G_phi on contexts from the retriever (eq. 15).
+    """SFT of G_phi on contexts from the retriever (eq. 15), selected with
+    ``retriever_decode`` (train on the contexts the generator will see at inference).
 
     ``source``: "trained" (the paper: ``retriever_dir`` is required), "frozen" (the base
     model without adapter selects), "none" (all of S, the no-retriever ablation)."""
@@ -542,7 +550,7 @@ def train_generator(
         meta = lm.metas.get("retriever")
         tag = f"{name}|{retriever_dir}|{meta.created if meta else 'frozen'}"
         selections = list(collect_selections(all_examples, retriever, cache, config.progress,
-                                             tag))
+                                             tag, retriever_decode))
         del retriever, lm
         gc.collect()
     model, tok, device = _prepare_model(config, settings)
@@ -562,6 +570,7 @@ def train_generator(
     if chosen:
         metrics["retriever_mean_selected"] = round(
             sum(len(s.names) for s in chosen) / len(chosen), 3)
+        metrics["retriever_decode"] = retriever_decode
     meta = meta_for(
         model, "generator", task=config.task, dataset=config.dataset, k=config.k,
         hops=config.hops, seed=config.seed, max_length=config.max_length,

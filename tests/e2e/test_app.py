@@ -32,3 +32,28 @@ def test_app_empty_question_does_nothing(use_toy):
     at.run()
     assert not at.exception
     assert not at.dataframe  # nothing retrieved for an empty question
+
+
+def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
+    """Full mode, ranked decoding, no adapters for the (tiny) base model: the page says the
+    frozen model answers, and the answers are KG nodes of S with their scores."""
+    from talent_core.config import get_settings
+    from talent_core.llm.testing import tiny_llama
+
+    monkeypatch.setenv("TALENT_BASE_MODEL", str(tiny_llama(tmp_path / "tiny")))
+    get_settings.cache_clear()
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.sidebar.radio[1].set_value("full")  # [0] is the page switch
+    at.sidebar.radio[2].set_value("ranked")
+    at.text_input(key="question").input("who directed Gravity")
+    at.text_input(key="topic").input("Gravity")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("frozen base model" in w.value for w in at.warning)
+    ranked = at.dataframe[0].value  # the ranked candidate answers
+    candidates = set(at.dataframe[1].value["name"])
+    assert set(ranked["answer"]) <= candidates and ranked["chosen"].iloc[0]
+    assert any("ranked decoding" in c.value for c in at.caption)

@@ -73,3 +73,58 @@ def test_ranked_generator_scores_context_names(tiny_dir, settings, candidate) ->
     assert [r.name for r in only] == ["james cameron"]
     full = {r.name: r.score for r in ranked}
     assert only[0].score == pytest.approx(full["james cameron"], abs=1e-4)
+
+
+def test_tune_curve_and_choices() -> None:
+    from talent_core.llm.tune import choose_answer_margin, choose_retriever, curve, set_scores
+
+    # q1: gold ranked 2nd of 4; q2: gold first; q3: no gold in S
+    q1 = [(-1.0, False), (-1.5, True), (-6.0, False), (-9.0, False)]
+    q2 = [(-0.5, True), (-3.0, False)]
+    q3 = [(-2.0, False), (-2.1, False)]
+    assert set_scores(q1, 1, margin=0.2, top_m=None) == {
+        "hit": 0.0, "recall": 0.0, "precision": 0.0, "f1": 0.0, "size": 1.0}
+    s = set_scores(q1, 1, margin=1.0, top_m=None)
+    assert s["hit"] == 1.0 and s["size"] == 2.0 and s["precision"] == 0.5
+    pts = curve([q1, q2, q3], [1, 1, 1], margins=(0.2, 1.0, 100.0), top_ms=(1, None))
+    assert len(pts) == 6
+    s_hit = 2 / 3
+    best = choose_retriever(pts, s_hit, coverage=1.0)
+    # the smallest sets that keep both hits: margin 1.0 (sizes 2, 1, 2)
+    assert (best["margin"], best["top_m"]) == (1.0, None) and best["hit"] == s_hit
+    assert best["size"] == pytest.approx(5 / 3)
+    g = choose_answer_margin([p for p in pts if p["top_m"] is None])
+    assert g["margin"] == 1.0  # best F1: q2 exact, q1 half-precision
+
+
+def test_cli_tune_ranking_writes_metadata(tiny_dir, tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from talent_core.cli import app
+    from talent_core.llm.data import TrainingExample, write_examples
+    from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, read_meta
+    from talent_core.llm.models import save_adapter
+    from talent_core.llm.testing import sample_candidate
+
+    dirs = {}
+    for kind in ("retriever", "generator"):
+        model, _, _ = load_base(str(tiny_dir))
+        model = add_lora(model, lora_config())
+        dirs[kind] = save_adapter(model, tmp_path / kind, meta_for(model, kind))
+    c = sample_candidate()
+    val = tmp_path / "val.jsonl"
+    write_examples(val, [TrainingExample(question=c.question, candidate=c,
+                                         answers=["James Cameron"])] * 2)
+    r = CliRunner().invoke(app, ["train", "tune-ranking", str(val), "--retriever",
+                                 str(dirs["retriever"]), "--generator", str(dirs["generator"]),
+                                 "--report", str(tmp_path / "curves.json")])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["s_hit"] == 1.0
+    for kind in ("retriever", "generator"):
+        meta = read_meta(dirs[kind])
+        assert set(meta.ranking) == {"margin", "top_m"}
+        assert meta.metrics["ranking_val"]["n"] == 2
+    assert json.loads((tmp_path / "curves.json").read_text())["retriever_curve"]

@@ -158,6 +158,20 @@ def test_format_detection_and_dataset_names(tmp_path):
     assert dataset_name("rmanluo/RoG-cwq", "test") == "RoG-cwq-test"
 
 
+def test_gzip_line_formats(tmp_path):
+    """kb.txt.gz is detected as MetaQA and read through gzip (the demo KB ships so)."""
+    import gzip
+
+    gz = tmp_path / "kb.txt.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as f:
+        f.write("Gravity|directed_by|Alfonso Cuarón\nGravity|release_year|2013\n")
+    assert detect_format(str(gz)) == "metaqa"
+    report = load_path(str(gz), None, dry_run=True, progress=False)
+    assert report.rows_read == 2 and report.rejected == 0
+    with pytest.raises(LoadError, match="decompress"):
+        detect_format(str(tmp_path / "dev.jsonl.gz"))
+
+
 def test_vectors_reach_the_store_as_the_embedder_dimension(fake_store, tmp_path):
     load(FIXTURES / "ntriples" / "sample.nt", "ntriples", fake_store, tmp_path,
          embedder=HashEmbedder(24))  # fmt: skip
