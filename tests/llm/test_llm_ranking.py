@@ -104,8 +104,14 @@ def test_cli_tune_ranking_writes_metadata(tiny_dir, tmp_path) -> None:
 
     from talent_core.cli import app
     from talent_core.llm.data import TrainingExample, write_examples
-    from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, read_meta
-    from talent_core.llm.models import save_adapter
+    from talent_core.llm.models import (
+        add_lora,
+        load_base,
+        lora_config,
+        meta_for,
+        read_meta,
+        save_adapter,
+    )
     from talent_core.llm.testing import sample_candidate
 
     dirs = {}
