@@ -27,8 +27,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "talent_core" / "demo" / "metaq
 
 
 @st.cache_resource(show_spinner="Opening the graph store…")
-def get_pipeline(adapters: str, decode: str) -> Pipeline:
-    return Pipeline(adapters=adapters or None, decode=decode)  # type: ignore[arg-type]
+def get_pipeline(adapters: str, decode: str, base_model: str) -> Pipeline:
+    """One Pipeline per (adapters, decoding, base model): the cache key names all three."""
+    return Pipeline(adapters=adapters or None, decode=decode,  # type: ignore[arg-type]
+                    base_model=base_model)
 
 
 def example_questions() -> list[str]:
@@ -106,7 +108,7 @@ def ask_page() -> None:
         st.caption(f"store: {settings.store}")
 
     try:
-        pipe = get_pipeline(adapters.strip(), decode)
+        pipe = get_pipeline(adapters.strip(), decode, settings.base_model)
     except FileNotFoundError as e:
         st.error(str(e))
         return
@@ -222,7 +224,7 @@ def load_page() -> None:
         path = Path(tmp) / upload.name
         path.write_bytes(upload.getvalue())
         rejects = Path(tmp) / "rejects.tsv" if on_error == "skip" else None
-        pipe = get_pipeline("none", "ranked")
+        pipe = get_pipeline("none", "ranked", get_settings().base_model)
         try:
             with st.spinner(f"Loading {upload.name}…"):
                 report = load_path(path, fmt, store=pipe.store, on_error=on_error,

@@ -33,7 +33,9 @@ def main() -> int:
     opts = webdriver.ChromeOptions()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1800"):
         opts.add_argument(a)
-    driver = webdriver.Chrome(options=opts)
+    opts.binary_location = "/usr/bin/chromium"  # Debian's; selenium must not download one
+    driver = webdriver.Chrome(options=opts,
+                              service=webdriver.ChromeService("/usr/bin/chromedriver"))
     results = []
     try:
         for i, q in enumerate(args.questions, start=1):

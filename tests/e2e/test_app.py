@@ -9,17 +9,22 @@ from streamlit.testing.v1 import AppTest
 APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 
 
-def test_app_shows_candidate_evidence(use_toy):
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    assert [m.value for m in at.metric][2] != "0"  # triples loaded
+def _ask_gravity(at: AppTest) -> None:
+    """Type the question and its topic, press Ask; the page must render without errors."""
     at.text_input(key="question").input("who directed Gravity")
     at.text_input(key="topic").input("Gravity")
     at.button[0].click()
     at.run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+
+
+def test_app_shows_candidate_evidence(use_toy):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    assert [m.value for m in at.metric][2] != "0"  # triples loaded
+    _ask_gravity(at)
     frames = [df.value for df in at.dataframe]
     names = set(frames[0]["name"])  # "Candidate nodes" tab
     assert {"Gravity", "Alfonso Cuarón"} <= names
@@ -46,12 +51,7 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     at.run()
     at.sidebar.radio[1].set_value("full")  # [0] is the page switch
     at.sidebar.radio[2].set_value("ranked")
-    at.text_input(key="question").input("who directed Gravity")
-    at.text_input(key="topic").input("Gravity")
-    at.button[0].click()
-    at.run()
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
+    _ask_gravity(at)
     assert any("frozen base model" in w.value for w in at.warning)
     ranked = at.dataframe[0].value  # the ranked candidate answers
     candidates = set(at.dataframe[1].value["name"])
