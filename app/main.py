@@ -135,7 +135,7 @@ def ask_page() -> None:
         return
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
     if mode != "retrieval":
-        frozen = [r for r in pipe.frozen_roles if mode == "full" or r == "generator"]
+        frozen = pipe.frozen_in(mode)
         if frozen:
             st.warning("No trained adapter for the " + " and the ".join(frozen) + ": the "
                        "frozen base model runs in its place, and its answers are poor.")

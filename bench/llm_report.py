@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,20 +61,10 @@ def training(run: Path, log: Path) -> dict[str, Any]:
     return out
 
 
-def _timing(rows: list[dict], key: str) -> dict[str, float] | None:
-    vals = sorted(r["timings_ms"][key] for r in rows if key in r.get("timings_ms", {}))
-    if not vals:
-        return None
-    return {"mean_ms": round(statistics.mean(vals)), "p50_ms": round(vals[len(vals) // 2]),
-            "p95_ms": round(vals[min(len(vals) - 1, int(0.95 * len(vals)))])}
-
-
 def summary(rows: list[dict]) -> dict[str, Any]:
-    """`talent eval`'s own summary of the rows, plus stage latencies and the histogram of
+    """`talent eval`'s own summary of the rows (stage latencies included), plus the histogram of
     V-hat sizes (names the retriever output, in S or not)."""
     out = summarise(rows)
-    timings = {k: _timing(rows, k) for k in ("retriever", "generator", "total")}
-    out["timings"] = {k: v for k, v in timings.items() if v}
     sizes = [int(r["selected"]["size"]) for r in rows if "selected" in r]
     if sizes:
         hist: dict[str, int] = {}

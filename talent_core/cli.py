@@ -231,7 +231,7 @@ def ask(
     pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
                      decode)
     mode = "no-retriever" if no_retriever else "full"
-    _frozen_notice([r for r in pipe.frozen_roles if mode == "full" or r == "generator"])
+    _frozen_notice(pipe.frozen_in(mode))
     try:
         ans = pipe.ask(question, topic or None, mode=mode)
     finally:
@@ -347,8 +347,7 @@ def eval_cmd(
     pipe = (Pipeline(retrieval=config) if mode == "retrieval" else
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
                       decode))
-    if mode != "retrieval":
-        _frozen_notice([r for r in pipe.frozen_roles if mode == "full" or r == "generator"])
+    _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     try:
         recs = itertools.islice(read_questions(questions, fmt), offset,
                                 offset + limit if limit else None)

@@ -9,6 +9,7 @@ gold answers, and Hit@1 of the generated answers. Macro averages over questions.
 from __future__ import annotations
 
 import logging
+import statistics
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
     """One row: what was retrieved/selected/answered and its scores (pure)."""
     cand_names = [n.name for n in ans.candidate.nodes]
+    gold = name_set(rec.answers)
     row: dict[str, Any] = {
         "id": rec.id,
         "question": rec.question,
@@ -42,18 +44,25 @@ def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
         row["out_of_candidate"] = [o.model_dump() for o in sel.out_of_candidate]
         row["selection_truncated"] = sel.truncated  # ran to max_new_tokens without EOS
         if sel.ranked:  # ranked retriever: (score, is gold) per node name, for size/coverage
-            gold = name_set(rec.answers)
             row["retriever_ranked"] = [[r.score, int(answer_key(r.name) in gold)]
                                        for r in sel.ranked]
     row["decode"] = ans.decode
     if ans.ranked:
-        gold = name_set(rec.answers)
         row["answer_ranked"] = [[r.name, r.score, int(answer_key(r.name) in gold)]
                                 for r in ans.ranked[:10]]
     if ans.raw or ans.answer:
         row["answer"] = ans.answer
         row["hit@1"] = hit_at_1(ans.answer, rec.answers)
     return row
+
+
+def latency(rows: list[dict[str, Any]], key: str) -> dict[str, float] | None:
+    """Mean / p50 / p95 (ms) of one stage's timing over rows (pure); None without any."""
+    vals = sorted(r["timings_ms"][key] for r in rows if key in r.get("timings_ms", {}))
+    if not vals:
+        return None
+    return {"mean_ms": round(statistics.mean(vals)), "p50_ms": round(vals[len(vals) // 2]),
+            "p95_ms": round(vals[min(len(vals) - 1, int(0.95 * len(vals)))])}
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,11 +82,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["out_of_candidate_grounded"] = (
             sum(o["grounded"] for o in names) / len(names) if names else 0.0
         )
-    lat = [r["timings_ms"]["total"] for r in rows if "total" in r.get("timings_ms", {})]
-    if lat:
-        lat.sort()
-        out["latency_ms"] = {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1,
-                                                                       int(0.95 * len(lat)))]}
+    timings = {k: latency(rows, k) for k in ("retriever", "generator", "total")}
+    out["timings"] = {k: v for k, v in timings.items() if v}
     out["truncated"] = sum(bool(r["truncated"]) for r in rows)
     runaway = [r["selection_truncated"] for r in rows if "selection_truncated" in r]
     if runaway:

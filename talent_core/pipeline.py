@@ -63,10 +63,10 @@ class Pipeline:
         self.base_model = base_model
         spec = adapters or self.settings.adapters
         default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model)
-        self.retriever_dir = None if frozen_retriever else Path(retriever_dir or default_r) \
-            if (retriever_dir or default_r) else None
-        self.generator_dir = Path(generator_dir or default_g) if (generator_dir or default_g) \
-            else None
+        chosen_r = None if frozen_retriever else (retriever_dir or default_r)
+        chosen_g = generator_dir or default_g
+        self.retriever_dir = Path(chosen_r) if chosen_r else None
+        self.generator_dir = Path(chosen_g) if chosen_g else None
         self.decode: Decode = decode or self.settings.decode
         self._models = None
 
@@ -83,6 +83,12 @@ class Pipeline:
         """The LLM roles that run on the base model without a trained adapter."""
         return [role for role, d in (("retriever", self.retriever_dir),
                                      ("generator", self.generator_dir)) if d is None]
+
+    def frozen_in(self, mode: Mode) -> list[str]:
+        """The frozen roles that ``mode`` actually runs (no retriever without one)."""
+        if mode == "retrieval":
+            return []
+        return [r for r in self.frozen_roles if mode == "full" or r == "generator"]
 
     @property
     def models(self):

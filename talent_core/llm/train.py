@@ -180,15 +180,16 @@ def _trainer_class() -> type:
     return WeightedLossTrainer
 
 
-def _callbacks(history: list[dict[str, Any]], bar_desc: str, total: int, progress: bool,
+def _callbacks(bar_desc: str, total: int, progress: bool,
                on_step: Callable[[int, float], None] | None) -> list[Any]:
     from transformers import TrainerCallback
 
     class Record(TrainerCallback):
-        """Loss history (the Trainer logs every step), a tqdm bar, and the ``on_step`` hook
-        after each optimizer step's log and, when one is due, its checkpoint."""
+        """A tqdm bar, a finite-loss check, and the ``on_step`` hook after each optimizer
+        step's log (the Trainer logs every step) and, when one is due, its checkpoint."""
 
         bar: Any = None
+        last: tuple[int, float] | None = None  # (step, loss) of the latest log
 
         def on_train_begin(self, args, state, control, **kw):
             self.bar = tqdm(total=total, initial=state.global_step, desc=bar_desc, unit="step",
@@ -201,7 +202,7 @@ def _callbacks(history: list[dict[str, Any]], bar_desc: str, total: int, progres
             if not math.isfinite(loss):
                 raise FloatingPointError(f"{bar_desc}: loss is {loss} at step "
                                          f"{state.global_step}")
-            history.append({"step": state.global_step, "loss": round(loss, 6)})
+            self.last = (state.global_step, round(loss, 6))
             if self.bar is not None:
                 self.bar.update(state.global_step - self.bar.n)
                 self.bar.set_postfix(loss=f"{loss:.4f}")
@@ -218,8 +219,8 @@ def _callbacks(history: list[dict[str, Any]], bar_desc: str, total: int, progres
                 self.bar.close()
 
         def _fire(self, step: int) -> None:
-            if on_step is not None and history and history[-1]["step"] == step:
-                on_step(step, history[-1]["loss"])
+            if on_step is not None and self.last is not None and self.last[0] == step:
+                on_step(*self.last)
 
     return [Record()]
 
@@ -308,11 +309,10 @@ def run_training(
         ids, weights, mask = _collate(batch, pad_id)
         return {"input_ids": ids, "weights": weights, "attention_mask": mask}
 
-    history: list[dict[str, Any]] = []
     trainer = _trainer_class()(
         model=model, args=args, train_dataset=_FeatureDataset(features),
         data_collator=collate,
-        callbacks=_callbacks(history, f"train {kind}", total_steps, config.progress, on_step),
+        callbacks=_callbacks(f"train {kind}", total_steps, config.progress, on_step),
     )
     from transformers.trainer_callback import PrinterCallback
 
