@@ -19,6 +19,7 @@ import typer
 
 from talent_core.llm.data import DataError, TrainingExample, read_examples, write_examples
 from talent_core.llm.models import BaseModelMismatch
+from talent_core.llm.prompts import PROMPT_STYLES
 from talent_core.llm.train import ResumeMismatch, TrainConfig
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,10 @@ Hops = Annotated[int | None, typer.Option(help="neighbourhood hops of the candid
 Resume = Annotated[bool, typer.Option("--resume/--no-resume", help="continue from the latest "
                                       "checkpoint in the output directory")]
 Limit = Annotated[int | None, typer.Option(help="use only the first N examples")]
-Style = Annotated[str, typer.Option("--prompt-style", help="paper (Appendix E.1/E.2 texts) or "
+Style = Annotated[str, typer.Option("--prompt-style", help="paper (Appendix E.1/E.2 texts), "
                                     "compact (one-sentence instructions, ~30 %% fewer tokens "
-                                    "per example; recorded in the adapter)")]
+                                    "per example) or named (compact, graph rows by name "
+                                    "instead of id); recorded in the adapter")]
 DeepSpeed = Annotated[str | None, typer.Option("--deepspeed", help="DeepSpeed JSON config "
                                                "for the Trainer (multi-GPU; run under "
                                                "torchrun / accelerate launch)")]
@@ -261,8 +263,9 @@ def _config(values: dict[str, Any]) -> TrainConfig:
     data["output_dir"] = values["output"]
     if data.get("task") not in ("kgqa", "label"):
         raise _fail(f"--task must be kgqa or label, not {data.get('task')!r}")
-    if data.get("prompt_style", "paper") not in ("paper", "compact"):
-        raise _fail(f"--prompt-style must be paper or compact, not {data['prompt_style']!r}")
+    if data.get("prompt_style", "paper") not in PROMPT_STYLES:
+        raise _fail(f"--prompt-style must be one of {', '.join(PROMPT_STYLES)}, "
+                    f"not {data['prompt_style']!r}")
     try:
         return TrainConfig(**data)
     except ValueError as e:

@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from talent_core.llm.parsing import clean_name
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Selection
-from talent_core.retrieval.textualise import graph_csv
+from talent_core.retrieval.textualise import graph_csv, graph_csv_named
 from talent_core.retrieval.textualise import local_ids as _textualise_ids
 
 T = TypeVar("T")
@@ -46,9 +46,19 @@ class GraphView:
     extra_names: list[str] = field(default_factory=list)  # out-of-S (na) names
     dropped_nodes: int = 0  # rows removed to fit the budget
     dropped_edges: int = 0
+    names: dict[str, str] = field(default_factory=dict)  # every local id of S -> its name
 
     def csv(self) -> str:
         return graph_csv(self.nodes, self.edges)
+
+    def text(self, style: str = "paper") -> str:
+        """The graph block of a prompt: Appendix E's id CSV, or for the ``"named"`` style
+        the same tables with every id replaced by its name (`graph_csv_named`)."""
+        if style != "named":
+            return self.csv()
+        names = {**self.names, **dict(self.nodes)}
+        return graph_csv_named([name for _, name in self.nodes],
+                               [(names[s], rel, names[d]) for s, rel, d in self.edges])
 
 
 def local_ids(candidate: Candidate) -> tuple[dict[str, str], dict[str, str]]:
@@ -111,6 +121,7 @@ def candidate_view(candidate: Candidate, keep_ids: set[str] | None = None) -> Gr
         kg_edges=edges,
         dropped_nodes=len(candidate.nodes) - len(nodes),
         dropped_edges=all_edges - len(edges),
+        names=names,
     )
 
 
@@ -174,6 +185,7 @@ def generator_view(
         extra_names=extra,
         dropped_nodes=len(chosen) - len(s_nodes),
         dropped_edges=total_edges - len(edges),
+        names=names,
     )
 
 

@@ -136,7 +136,7 @@ def retriever_features(
 
     def build(keep: int) -> tuple[Rendered, TargetLine, GraphView]:
         view, restricted = truncated_candidate_view(candidate, keep)
-        rendered = retriever_prompt(tokenizer, question, view.csv(), task, model_name, style)
+        rendered = retriever_prompt(tokenizer, question, view.text(style), task, model_name, style)
         return rendered, retriever_target(restricted, gold), view
 
     def size(item: tuple[Rendered, TargetLine, GraphView]) -> int:
@@ -170,7 +170,7 @@ def fit_generator_view(
     (``reserve``: text that must fit too, e.g. the training target)."""
 
     def render(view: GraphView) -> tuple[Rendered, GraphView]:
-        return (generator_prompt(tokenizer, question, view.csv(), task, model_name, style),
+        return (generator_prompt(tokenizer, question, view.text(style), task, model_name, style),
                 view)
 
     def size(item: tuple[Rendered, GraphView]) -> int:
@@ -242,7 +242,7 @@ def retriever_inference_prompt(
 
     def build(keep: int) -> tuple[Rendered, GraphView]:
         view, _ = truncated_candidate_view(candidate, keep)
-        return (retriever_prompt(tokenizer, question, view.csv(), task, model_name, style),
+        return (retriever_prompt(tokenizer, question, view.text(style), task, model_name, style),
                 view)
 
     item, _ = fit_largest(

@@ -255,7 +255,7 @@ class GeneratorModel(_View):
     def _rendered(self, question: str, context: GraphView) -> Rendered:
         from talent_core.llm.prompts import generator_prompt
 
-        return generator_prompt(self.lm.tokenizer, question, context.csv(), self.task,
+        return generator_prompt(self.lm.tokenizer, question, context.text(self.style), self.task,
                                 self.lm.base_name, self.style)
 
     def answer(self, question: str, context: GraphView) -> tuple[list[str], str]:

@@ -222,7 +222,7 @@ class AdapterMeta(BaseModel):
     seed: int = 0
     max_length: int = 4096
     include_endpoints: bool = False  # generator context option
-    prompt_style: Literal["paper", "compact"] = "paper"  # the prompts it was trained with
+    prompt_style: Literal["paper", "compact", "named"] = "paper"  # the prompts it was trained with
     # ranked decoding settings tuned on a validation split (see talent_core.llm.ranking)
     ranking: dict[str, float] = Field(default_factory=dict)
     retriever: str | None = None  # generator: the retriever adapter its contexts came from

@@ -30,7 +30,11 @@ Task = Literal["kgqa", "label"]
 # instructions with the same output format (~30 tokens): a deviation that cuts a CPU training
 # example by ~30 %. An adapter records the style it was trained with and is always
 # prompted with it (`AdapterMeta.prompt_style`).
-PromptStyle = Literal["paper", "compact"]
+# "named": the compact instructions, and the graph written with names instead of local ids
+# (`GraphView.text`): edge rows read ``repo men,release_year,2010``, so a small model need not
+# look an id up in the node table (another deviation; the paper's CSV uses ids).
+PromptStyle = Literal["paper", "compact", "named"]
+PROMPT_STYLES: tuple[str, ...] = ("paper", "compact", "named")
 
 _FORMAT = """RETURN FORMAT (MANDATORY):
 Your ENTIRE reply must be EXACTLY ONE SINGLE LINE like:
@@ -230,7 +234,7 @@ def render_chat(
 
 def retriever_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[str, str]:
     """(system, user template with {question} and {graph})."""
-    if style == "compact":
+    if style != "paper":
         return COMPACT[("retriever", task)], _COMPACT_USER
     if task == "label":
         return LABEL_RETRIEVER_SYSTEM, LABEL_RETRIEVER_USER
@@ -238,7 +242,7 @@ def retriever_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[
 
 
 def generator_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[str, str]:
-    if style == "compact":
+    if style != "paper":
         return COMPACT[("generator", task)], _COMPACT_USER
     if task == "label":
         return LABEL_GENERATOR_SYSTEM, LABEL_GENERATOR_USER

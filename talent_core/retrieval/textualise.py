@@ -59,6 +59,28 @@ def graph_csv(nodes: Sequence[NodeRow], edges: Sequence[EdgeRow]) -> str:
     )
 
 
+def graph_csv_named(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> str:
+    """The ``named`` prompt style's variant (a deviation from Appendix E): a one-column node
+    table of names, and edge rows that name their endpoints instead of citing ids::
+
+        <DESC>
+        node_attr
+        repo men
+        2010
+
+        src,edge_attr,dst
+        repo men,film.release_year,2010
+        </DESC>
+    """
+    return (
+        "<DESC>\n"
+        + _csv(("node_attr",), [(n,) for n in nodes])
+        + "\n"
+        + _csv(("src", "edge_attr", "dst"), edges)
+        + "</DESC>"
+    )
+
+
 def local_ids(candidate: Candidate, lowercase: bool = True) -> tuple[list[NodeRow], dict[str, int]]:
     """Node rows and the map KG id -> local int after name deduplication."""
     rows: list[NodeRow] = []

@@ -109,3 +109,20 @@ def test_generator_view_edge_cap(candidate) -> None:
     view = generator_view(candidate, sel, max_edges=2)
     assert view.edges == [("0", "directed_by", "1"), ("0", "starred_actors", "2")]
     assert view.dropped_edges == 1
+
+
+def test_named_style_writes_names_not_ids(tiny_tok, candidate) -> None:
+    sel = Selection(selected=[candidate.nodes[4]],  # avatar
+                    out_of_candidate=[OutOfCandidate(name="Mars", grounded=False)])
+    view = generator_view(candidate, sel)
+    # endpoints that are not listed as nodes are still named in the edge rows
+    assert view.text("named") == (
+        "<DESC>\nnode_attr\navatar\nmars\n\nsrc,edge_attr,dst\n"
+        "avatar,directed_by,james cameron\navatar,in_language,english\n</DESC>"
+    )
+    assert view.text("paper") == view.text("compact") == view.csv()
+    r = generator_prompt(tiny_tok, "who directed [Avatar]", view.text("named"), style="named")
+    assert "avatar,directed_by,james cameron" in r.prompt
+    assert "Answer the question from the subgraph." in r.prompt  # the compact instructions
+    full = candidate_view(candidate).text("named")
+    assert "titanic,directed_by,james cameron" in full and "node_id" not in full
