@@ -17,7 +17,7 @@ import streamlit as st
 
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
-from talent_core.retrieval import RetrievalConfig
+from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, field_bounds
 
 st.set_page_config(page_title="TaLenT GraphQA", layout="wide")
 
@@ -44,7 +44,7 @@ def example_questions() -> list[str]:
 def ensure_models(pipe: Pipeline) -> None:
     """Load the language models once, with a message: the first load converts the base
     model (GGUF -> safetensors, cached) and can take half a minute."""
-    if pipe._models is None:
+    if not pipe.models_loaded:
         with st.spinner("Loading the language models (first use converts the base model "
                         "once and caches it; about 30 s)…"):
             _ = pipe.models
@@ -102,8 +102,10 @@ def ask_page() -> None:
                                      ("bundled", "none") else "")
         st.header("Retrieval")
         defaults = RetrievalConfig()
-        k = st.slider("k nodes = k edges", 1, 20, defaults.k_nodes)
-        hops = st.slider("hops", 1, 3, defaults.hops)
+        k = st.slider("k (nodes = edges = path beam)", 1, 20, defaults.k_nodes,
+                      help="k_nodes and, by prize rule, k_edges (paper) or beam (default)")
+        lo, hi = field_bounds("hops")
+        hops = st.slider("hops", int(lo or 1), int(hi or defaults.hops), defaults.hops)
         prizes = st.selectbox("prize rule", ["default", "paper"])
         st.caption(f"store: {settings.store}")
 
@@ -134,6 +136,12 @@ def ask_page() -> None:
     if not st.button("Ask", type="primary") or not question.strip():
         return
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
+    overrides = dict(k_nodes=k, k_edges=k, beam=k, hops=hops, prizes=prizes)
+    try:
+        pipe.retrieval_config(**overrides)
+    except RetrievalSettingsError as e:
+        st.error(str(e))
+        return
     if mode != "retrieval":
         frozen = pipe.frozen_in(mode)
         if frozen:
@@ -146,8 +154,7 @@ def ask_page() -> None:
             return
     with st.spinner("Retrieving…" if mode == "retrieval" else "Retrieving and generating…"):
         try:
-            answer = pipe.ask(question, topics, mode=mode, decode=decode, k_nodes=k,
-                              k_edges=k, hops=hops, prizes=prizes)
+            answer = pipe.ask(question, topics, mode=mode, decode=decode, **overrides)
         except Exception as e:  # shown to the analyst, not swallowed
             st.error(f"{type(e).__name__}: {e}")
             return
@@ -212,7 +219,7 @@ def ask_page() -> None:
 
 
 def load_page() -> None:
-    from loaders.api import FORMATS, load_path
+    from loaders import FORMATS
 
     st.title("Load data")
     fmt = st.selectbox("Format", list(FORMATS))
@@ -227,8 +234,8 @@ def load_page() -> None:
         pipe = get_pipeline("none", "ranked", get_settings().base_model)
         try:
             with st.spinner(f"Loading {upload.name}…"):
-                report = load_path(path, fmt, store=pipe.store, on_error=on_error,
-                                   rejects=rejects, progress=False)
+                report = pipe.load(path, fmt, on_error=on_error, rejects=rejects,
+                                   progress=False)
         except Exception as e:
             st.error(str(e))
             return

@@ -7,9 +7,9 @@ For MetaQA (whole KG) and WebQSP-evidence (all 400 records merged into one KG):
   expansion depth = the split's hop count unless --expand-hops), and the no-graph baseline:
   the store's vector top-|S| entities for the same question;
 * latency p50/p95 per stage (embed, seeds, neighbourhood, pcst, total) through the store,
-  and the SAME retrieve() over the in-memory CSR (bench/inmemory.py: numpy CSR, the stores'
-  own expansion code, same neighbourhood) as the baseline, with the ratio store/in-memory,
-  and how often both gave the identical S.
+  and the SAME retrieve() over the in-memory store (talent_core/store/memory.py: the same
+  store contract and expansion code, no database) as the baseline, with the ratio
+  store/in-memory, and how often both gave the identical S.
 
 The store is loaded once into `.talent/bench-retrieval` (gitignored) through the store API,
 with the same MiniLM vectors the in-memory baseline uses (cached under `.talent/cache`);
@@ -45,8 +45,9 @@ for p in (ROOT, ROOT / "bench"):
 
 import inmemory as im
 
-from talent_core.metrics import answer_key, macro_average, retrieval_scores
-from talent_core.models import Edge
+from talent_core.metrics import macro_average, retrieval_scores
+from talent_core.questions import FORMAT_STOPWORDS
+from talent_core.text import answer_key
 
 log = logging.getLogger("bench.retrieval")
 RESULTS = ROOT / "bench" / "results"
@@ -68,17 +69,7 @@ def ensure_loaded(store, kg: im.KG, force: bool = False) -> dict:
     t0 = time.perf_counter()
     store.clear()
     store.ensure_schema(int(kg.node_emb.shape[1]))
-    batch = 5000
-    rows = list(zip(kg.names, kg.names, kg.node_emb.tolist(), strict=True))
-    for i in range(0, len(rows), batch):
-        store.upsert_entities(rows[i : i + batch])
-    store.upsert_relations(list(zip(kg.rel_names, kg.rel_emb.tolist(), strict=True)))
-    edges = [
-        Edge(src=kg.names[s], rel=kg.rel_names[r], dst=kg.names[d])
-        for s, r, d in zip(kg.src.tolist(), kg.rel.tolist(), kg.dst.tolist(), strict=True)
-    ]
-    for i in range(0, len(edges), batch):
-        store.upsert_triples(edges[i : i + batch])
+    im.fill(store, kg)
     st = store.stats()
     if st.triples != kg.n_edges or st.entities != kg.n_nodes:
         raise SystemExit(f"store holds {st} after loading {kg.n_nodes} / {kg.n_edges}")
@@ -105,7 +96,8 @@ def run(store, questions, encodings, cfg, embedder, *, baseline: bool, timed: bo
     rows, base, timings, node_sets = [], [], [], []
     trunc = 0
     for q, enc in zip(questions, encodings, strict=True):
-        cand = retrieve(q.text, store, embedder, cfg, q.topic, encoding=None if timed else enc)
+        cand = retrieve(q.question, store, embedder, cfg, q.topic_entities,
+                        encoding=None if timed else enc)
         names = [n.name for n in cand.nodes]
         rows.append(retrieval_scores(names, q.answers))
         timings.append(cand.timings_ms)
@@ -166,6 +158,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    words = list(FORMAT_STOPWORDS["metaqa" if args.dataset == "metaqa" else "rog"])
     if args.dataset == "metaqa":
         kg = im.attach_embeddings(im.load_metaqa_kg(), emb, "metaqa")
         splits = {f"{h}-hop": (h, im.metaqa_questions(h, args.n)) for h in args.hops}
@@ -175,7 +168,7 @@ def main(argv=None) -> int:
         splits = {"dev": (2, im.rog_questions(recs)[: args.n])}
     store = open_store(args.dataset)
     load = ensure_loaded(store, kg, force=args.reload)
-    mem = im.InMemoryGraph(kg)
+    mem = im.memory_store(kg)
     # every relation text embedded once up front (a long-lived process has them cached)
     RelationScorer(emb).vectors(kg.rel_names)
 
@@ -191,19 +184,21 @@ def main(argv=None) -> int:
         }
     )
     for split, (hop, qs) in splits.items():
-        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
+        encs = [question_encoding(emb, q.question, q.topic_entities) for q in qs]
         expand = args.expand_hops or hop
         # warm-up: caches, connections, the FalkorDB query plans
         for q, enc in list(zip(qs, encs, strict=True))[:10]:
             from talent_core.retrieval import retrieve
 
-            retrieve(q.text, store, emb, RetrievalConfig(hops=expand), q.topic, encoding=enc)
+            retrieve(q.question, store, emb, RetrievalConfig(hops=expand, stopwords=words),
+                     q.topic_entities, encoding=enc)
         split_res = results.setdefault("splits", {}).setdefault(split, {})
         split_res["questions"] = len(qs)
         split_res["expand_hops"] = expand
         for rule in args.prizes:
             for k in args.k:
-                cfg = RetrievalConfig(k_nodes=k, k_edges=k, hops=expand, prizes=rule)
+                cfg = RetrievalConfig(k_nodes=k, k_edges=k, beam=k, hops=expand, prizes=rule,
+                                      stopwords=words)
                 load_before = os.getloadavg()[0]
                 t0 = time.perf_counter()
                 timed = k == args.inmemory_k

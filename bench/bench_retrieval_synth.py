@@ -1,9 +1,9 @@
 """Bench: retrieval latency on a synthetic KG of >= 2M triples (embedded FalkorDB store vs
-the same retrieve() over the in-memory CSR).
+the same retrieve() over the in-memory store).
 
 The KG and its 1/2/3-hop questions come from `bench/synthetic_kg.py` (MetaQA format; made
 here if `.talent/bench/synth` lacks them). Entity vectors are the TEST-ONLY hash
-pseudo-embeddings (`loaders.embedders.HashEmbedder`, 384-d, the MiniLM dimension): embedding
+pseudo-embeddings (`tests/hash_embedder.py`, 384-d, the MiniLM dimension): embedding
 ~350k synthetic names with MiniLM would take most of an hour on 2 cores and buys nothing
 for latency (the vector index holds 384-d vectors either way; names like "Actor 123" carry
 no meaning). Questions and relation texts use the real MiniLM embedder, so the relation
@@ -39,6 +39,8 @@ for p in (ROOT, ROOT / "bench"):
 import bench_retrieval as br
 import inmemory as im
 
+from talent_core.questions import FORMAT_STOPWORDS, QARecord, read_questions
+
 SYNTH = ROOT / ".talent" / "bench" / "synth"
 GRAPH = "synth"
 
@@ -53,26 +55,17 @@ def ensure_synth(triples: int) -> None:
     )  # fmt: skip
 
 
-def synth_questions(hop: int, n: int) -> list[im.Question]:
-    out = []
-    for i, line in enumerate((SYNTH / f"qa_{hop}hop.txt").read_text().splitlines()[:n]):
-        q, _, a = line.partition("\t")
-        out.append(
-            im.Question(
-                qid=f"synth-{hop}hop-{i}",
-                text=im._BRACKET.sub(r"\1", q),
-                topic=im._BRACKET.findall(q),
-                answers=[x for x in a.split("|") if x],
-            )
-        )
-    return out
+def synth_questions(hop: int, n: int) -> list[QARecord]:
+    """The first n synthetic questions (MetaQA format), read by the product's reader."""
+    return list(read_questions(SYNTH / f"qa_{hop}hop.txt", "metaqa", limit=n))
 
 
 def hash_vectors(names: list[str], dim: int) -> np.ndarray:
     cache = im.CACHE / f"synth-hash{dim}-{im._text_hash(names, 'hash')}.npy"
     if cache.exists():
         return np.load(cache)
-    from talent_core.embedding import HashEmbedder
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from hash_embedder import HashEmbedder  # the TEST-ONLY pseudo-embedder
 
     vecs = HashEmbedder(dim).encode(names)
     im.CACHE.mkdir(parents=True, exist_ok=True)
@@ -111,7 +104,7 @@ def main(argv=None) -> int:
     store = br.open_store(GRAPH)
     load = br.ensure_loaded(store, kg, force=args.reload)
     print(f"store: {store.stats()} load={load}", flush=True)
-    mem = im.InMemoryGraph(kg)
+    mem = im.memory_store(kg)
     RelationScorer(emb).vectors(kg.rel_names)
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -126,13 +119,14 @@ def main(argv=None) -> int:
     )
     for hop in args.hops:
         qs = synth_questions(hop, args.n)
-        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
+        encs = [question_encoding(emb, q.question, q.topic_entities) for q in qs]
         for rule in args.prizes:
-            cfg = RetrievalConfig(k_nodes=args.k, k_edges=args.k, hops=hop, prizes=rule)
+            cfg = RetrievalConfig(k_nodes=args.k, k_edges=args.k, beam=args.k, hops=hop,
+                                  prizes=rule, stopwords=list(FORMAT_STOPWORDS["metaqa"]))
             from talent_core.retrieval import retrieve
 
             for q in qs[:5]:  # warm-up
-                retrieve(q.text, store, emb, cfg, q.topic)
+                retrieve(q.question, store, emb, cfg, q.topic_entities)
             la = os.getloadavg()[0]
             t1 = time.perf_counter()
             r, sets = br.run(store, qs, encs, cfg, emb, baseline=False, timed=True)

@@ -121,7 +121,7 @@ def main() -> None:
     finally:
         store.close()
         if args.store == "embedded":
-            from talent_core.store.falkordb import EmbeddedServer
+            from talent_core.store.falkordb_server import EmbeddedServer
 
             EmbeddedServer.for_dir(work).stop()
         if args.data_dir is None:

@@ -1,7 +1,7 @@
 """GPU checks for the LLM stages (issue 4); writes one JSON report.
 
 1. ``cuda_path``: the product's own code on CUDA in bf16 with a tiny random Llama
-   (`talent_core.llm.testing.tiny_llama`): `train_retriever` (with gradient checkpointing and
+   (`tests/tiny_llm.py`): `train_retriever` (with gradient checkpointing and
    a checkpoint/resume file), `train_generator` on the trained retriever's selections, then
    `load_models` + `RetrieverModel.select` + `GeneratorModel.answer`.
 2. ``lora_speed``: LoRA training step time and peak GPU memory for RANDOMLY INITIALISED
@@ -28,20 +28,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tiny_llm
 
 import torch
+from tiny_llm import sample_candidate, tiny_llama
 
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.features import Features
-from talent_core.llm.infer import load_models
+from talent_core.llm.lm import load_models
 from talent_core.llm.models import add_lora, lora_config
-from talent_core.llm.testing import sample_candidate, tiny_llama
-from talent_core.llm.train import (
-    TrainConfig,
-    run_training,
-    train_generator,
-    train_retriever,
-)
+from talent_core.llm.train import train_generator, train_retriever
+from talent_core.llm.trainer import TrainConfig, run_training
 
 log = logging.getLogger("gpu_check")
 

@@ -1,5 +1,5 @@
-"""In-memory retrieval baseline: the whole KG as numpy CSR, the same seeds / neighbourhood /
-prizes / PCST code as the store path, no database.
+"""In-memory retrieval baseline: the whole KG in `talent_core.store.memory.MemoryStore`, the
+same seeds / neighbourhood / prizes / PCST code as the store path, no database.
 
 Used (1) as the latency baseline the store is compared with (`ratio = store / in-memory`) and
 (2) as the design playground for the prize rules (`python bench/inmemory.py --help`).
@@ -16,11 +16,10 @@ import json
 import logging
 import os
 import random
-import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
@@ -32,8 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from talent_core.metrics import answer_key, macro_average, retrieval_scores
-from talent_core.models import Entity, Subgraph
+from talent_core.metrics import macro_average, retrieval_scores
+from talent_core.models import Edge
+from talent_core.questions import FORMAT_STOPWORDS, QARecord, read_questions
+from talent_core.store.memory import MemoryStore
+from talent_core.text import answer_key
 
 log = logging.getLogger("bench.inmemory")
 
@@ -51,29 +53,8 @@ class KG:
     src: np.ndarray  # (E,) int32
     dst: np.ndarray
     rel: np.ndarray  # (E,) int32 index into rel_names
-    # undirected CSR: for node i, indptr[i]:indptr[i+1] index nbr / eid
-    indptr: np.ndarray = field(init=False)
-    nbr: np.ndarray = field(init=False)
-    eid: np.ndarray = field(init=False)
-    by_name: dict[str, list[int]] = field(init=False)
     node_emb: np.ndarray | None = None
     rel_emb: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        n = len(self.names)
-        e = np.arange(len(self.src), dtype=np.int64)
-        a = np.concatenate([self.src, self.dst]).astype(np.int64)
-        b = np.concatenate([self.dst, self.src]).astype(np.int64)
-        ee = np.concatenate([e, e])
-        order = np.lexsort((ee, a))
-        self.nbr = b[order].astype(np.int32)
-        self.eid = ee[order].astype(np.int64)
-        counts = np.bincount(a, minlength=n)
-        self.indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=self.indptr[1:])
-        self.by_name = {}
-        for i, nm in enumerate(self.names):
-            self.by_name.setdefault(answer_key(nm), []).append(i)
 
     @property
     def n_nodes(self) -> int:
@@ -83,8 +64,25 @@ class KG:
     def n_edges(self) -> int:
         return len(self.src)
 
-    def degree(self, i: int) -> int:
-        return int(self.indptr[i + 1] - self.indptr[i])
+
+def fill(store, kg: KG, batch: int = 5000) -> None:
+    """Write the KG (names as ids, its vectors) into `store` through the store API."""
+    rows = list(zip(kg.names, kg.names, kg.node_emb.tolist(), strict=True))
+    for i in range(0, len(rows), batch):
+        store.upsert_entities(rows[i : i + batch])
+    store.upsert_relations(list(zip(kg.rel_names, kg.rel_emb.tolist(), strict=True)))
+    edges = [
+        Edge(src=kg.names[s], rel=kg.rel_names[r], dst=kg.names[d])
+        for s, r, d in zip(kg.src.tolist(), kg.rel.tolist(), kg.dst.tolist(), strict=True)
+    ]
+    for i in range(0, len(edges), batch):
+        store.upsert_triples(edges[i : i + batch])
+
+
+def memory_store(kg: KG) -> MemoryStore:
+    store = MemoryStore()
+    fill(store, kg)
+    return store
 
 
 def kg_from_triples(triples: Sequence[tuple[str, str, str]]) -> KG:
@@ -162,191 +160,57 @@ def attach_embeddings(kg: KG, embedder, tag: str) -> KG:
     return kg
 
 
-# --- a GraphStore-like facade over the CSR (what retrieve() reads) --------------------------
-
-
-class InMemoryGraph:
-    """The read side of the GraphStore Protocol over the in-memory KG (numpy only)."""
-
-    dialect = "memory"
-
-    def __init__(self, kg: KG):
-        self.kg = kg
-        self._rel_index = {r: i for i, r in enumerate(kg.rel_names)}
-        self._row_cache: dict[int, list[tuple[bool, str, str, str]]] = {}
-
-    def _entity(self, i: int) -> Entity:
-        nm = self.kg.names[i]
-        return Entity(id=nm, name=nm)
-
-    def _idx(self, ids: Sequence[str]) -> list[int]:
-        out = []
-        for x in ids:
-            hits = self.kg.by_name.get(answer_key(x))
-            if hits:
-                # ids are the exact names; normalised lookup then exact filter
-                exact = [h for h in hits if self.kg.names[h] == x]
-                out.extend(exact or hits[:1])
-        return out
-
-    def top_entities(self, vector, k: int):
-        from talent_core.models import ScoredEntity
-
-        sims = self.kg.node_emb @ np.asarray(vector, dtype=np.float32)
-        k = min(k, sims.size)
-        top = np.argpartition(-sims, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [ScoredEntity(entity=self._entity(int(i)), score=float(sims[i])) for i in top]
-
-    def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
-        out, seen = [], set()
-        for nm in names:
-            for i in self.kg.by_name.get(answer_key(nm), []):
-                if i not in seen:
-                    seen.add(i)
-                    out.append(self._entity(i))
-        return out
-
-    def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
-        return [self._entity(i) for i in self._idx(ids)]
-
-    def search_names(self, text: str, k: int) -> list[Entity]:
-        return []  # no fulltext index in memory
-
-    def _rows(self, i: int) -> list[tuple[bool, str, str, str]]:
-        """Node i's incident edges as (stored direction is i -> m, rel, m id, m name), in the
-        stores' key order (m id, rel, direction): what their 1-hop query returns."""
-        rows = self._row_cache.get(i)
-        if rows is None:
-            kg = self.kg
-            lo, hi = kg.indptr[i], kg.indptr[i + 1]
-            rows = []
-            for m, e in zip(kg.nbr[lo:hi].tolist(), kg.eid[lo:hi].tolist(), strict=True):
-                out = bool(kg.src[e] == i and kg.dst[e] == m)
-                rows.append((kg.names[m], kg.rel_names[kg.rel[e]], out, kg.names[m]))
-            rows.sort()
-            rows = [(out, rel, mid, mname) for mid, rel, out, mname in rows]
-            self._row_cache[i] = rows
-        return rows
-
-    def _fetch_hop(self, frontier: list[str], limit: int):
-        for fid in frontier:
-            idx = self._idx([fid])
-            if not idx:
-                continue
-            for out, rel, mid, mname in self._rows(idx[0])[:limit]:
-                yield (fid, out, rel, mid, mname)
-
-    def neighbourhood(
-        self,
-        seed_ids: Sequence[str],
-        hops: int = 2,
-        fanout: int = 50,
-        max_nodes: int = 2000,
-        max_edges: int = 5000,
-    ) -> Subgraph:
-        """The stores' own expansion code (`talent_core.store.expand`) over the CSR."""
-        from talent_core.store.expand import expand, validate_caps
-
-        validate_caps(hops, fanout, max_nodes, max_edges)
-        seeds = self.entities_by_id(seed_ids)
-        if not seeds:
-            return Subgraph()
-        return expand(seeds, self._fetch_hop, hops, fanout, max_nodes, max_edges)
-
-    def entity_similarity(self, ids: Sequence[str], vector) -> dict[str, float]:
-        idx = self._idx(ids)
-        sims = self.kg.node_emb[idx] @ np.asarray(vector, dtype=np.float32)
-        return {self.kg.names[i]: float(s) for i, s in zip(idx, sims, strict=True)}
-
-    def relation_similarity(self, names: Sequence[str], vector) -> dict[str, float]:
-        idx = [self._rel_index[n] for n in names if n in self._rel_index]
-        sims = self.kg.rel_emb[idx] @ np.asarray(vector, dtype=np.float32)
-        return {self.kg.rel_names[i]: float(s) for i, s in zip(idx, sims, strict=True)}
-
-
 # --- questions -------------------------------------------------------------------------------
 
-_BRACKET = re.compile(r"\[([^\]]+)\]")
-
-
-@dataclass(frozen=True)
-class Question:
-    qid: str
-    text: str  # brackets removed
-    topic: list[str]
-    answers: list[str]
-
-
-def metaqa_questions(hop: int, n: int, seed: int = 0) -> list[Question]:
-    path = DATA / "metaqa" / f"{hop}-hop" / "qa_dev.txt"
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            q, _, a = line.rstrip("\n").partition("\t")
-            rows.append(
-                Question(
-                    qid=f"metaqa-{hop}hop-dev-{i}",
-                    text=_BRACKET.sub(r"\1", q),
-                    topic=_BRACKET.findall(q),
-                    answers=[x for x in a.split("|") if x],
-                )
-            )
+def metaqa_questions(hop: int, n: int, seed: int = 0) -> list[QARecord]:
+    """A seeded sample of the MetaQA dev split, read by the product's question reader."""
+    rows = list(read_questions(DATA / "metaqa" / f"{hop}-hop" / "qa_dev.txt", "metaqa"))
     rnd = random.Random(seed)
     return rnd.sample(rows, min(n, len(rows)))
 
 
-def rog_questions(records: Sequence[dict]) -> list[Question]:
+def rog_questions(records: Sequence[dict]) -> list[QARecord]:
     return [
-        Question(
-            qid=r["id"],
-            text=r["question"],
-            topic=[x.strip() for x in r["q_entity"]],
+        QARecord(
+            id=r["id"],
+            question=r["question"],
+            topic_entities=[x.strip() for x in r["q_entity"]],
             answers=[x.strip() for x in r["answer"]],
         )
         for r in records
     ]
 
 
-# --- the no-graph baseline: vector top-k entities ---------------------------------------------
-
-
-def vector_topk_names(kg: KG, qvec: np.ndarray, k: int) -> list[str]:
-    sims = kg.node_emb @ qvec
-    k = max(0, min(k, sims.size))
-    if k == 0:
-        return []
-    top = np.argpartition(-sims, k - 1)[:k]
-    return [kg.names[i] for i in top]
-
-
 # --- evaluation ------------------------------------------------------------------------------
 
 
 def evaluate(
-    graph: InMemoryGraph,
-    questions: Sequence[Question],
+    graph: MemoryStore,
+    questions: Sequence[QARecord],
     encodings: Sequence,
     cfg,
     embedder,
     *,
     baseline: bool = True,
 ) -> dict:
+    from talent_core.evaluate import score_answer, summarise
+    from talent_core.models import Answer
     from talent_core.retrieval import retrieve
 
     rows, base_rows, timings = [], [], []
-    truncated = 0
     for q, enc in zip(questions, encodings, strict=True):
         v = enc.vector
-        cand = retrieve(q.text, graph, embedder, cfg, topic_entities=q.topic, encoding=enc)
-        names = [n.name for n in cand.nodes]
-        rows.append(retrieval_scores(names, q.answers))
+        cand = retrieve(q.question, graph, embedder, cfg, q.topic_entities, encoding=enc)
+        rows.append(score_answer(q, Answer(question=q.question, candidate=cand,
+                                           timings_ms=cand.timings_ms)))
         timings.append(cand.timings_ms)
-        truncated += cand.truncated
         if baseline:
-            size = len({answer_key(x) for x in names})
-            base_rows.append(retrieval_scores(vector_topk_names(graph.kg, v, size), q.answers))
-    out = {"candidate": macro_average(rows), "truncated_frac": truncated / max(len(rows), 1)}
+            size = len({answer_key(n.name) for n in cand.nodes})
+            hits = graph.top_entities(v, size) if size else []
+            base_rows.append(retrieval_scores([h.entity.name for h in hits], q.answers))
+    summary = summarise(rows)
+    out = {"candidate": summary["candidate"],
+           "truncated_frac": summary["truncated"] / max(len(rows), 1)}
     if baseline:
         out["vector_topk_same_size"] = macro_average(base_rows)
     out["timings_ms"] = _percentiles(timings)
@@ -386,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     emb = get_embedder()
     t0 = time.perf_counter()
+    fmt = "metaqa" if args.dataset == "metaqa" else "rog"  # the question format
     if args.dataset == "metaqa":
         kg = attach_embeddings(load_metaqa_kg(), emb, "metaqa")
         splits = {f"{h}-hop": (h, metaqa_questions(h, args.n, args.seed)) for h in args.hops}
@@ -394,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         kg = attach_embeddings(load_rog_kg(recs), emb, "webqsp")
         splits = {"dev": (2, rog_questions(recs)[: args.n])}
     print(f"KG: {kg.n_nodes} entities, {kg.n_edges} triples ({time.perf_counter() - t0:.1f}s)")
-    graph = InMemoryGraph(kg)
+    graph = memory_store(kg)
     extra = {}
     for kv in args.set:
         key, _, val = kv.partition("=")
@@ -402,11 +267,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: dict = {"dataset": args.dataset, "kg": {"entities": kg.n_nodes, "triples": kg.n_edges}}
     for split, (hop, qs) in splits.items():
-        encs = [question_encoding(emb, q.text, q.topic) for q in qs]
+        encs = [question_encoding(emb, q.question, q.topic_entities) for q in qs]
         expand = args.expand_hops or hop
         for rule in args.prizes:
             for k in args.k:
-                cfg = RetrievalConfig(k_nodes=k, k_edges=k, hops=expand, prizes=rule, **extra)
+                cfg = RetrievalConfig(k_nodes=k, k_edges=k, beam=k, hops=expand, prizes=rule,
+                                      stopwords=list(FORMAT_STOPWORDS[fmt]), **extra)
                 t1 = time.perf_counter()
                 r = evaluate(graph, qs, encs, cfg, emb, baseline=not args.no_baseline)
                 r["config"] = cfg.model_dump()

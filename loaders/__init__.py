@@ -6,6 +6,6 @@ report = load_path("kb.txt", "metaqa")          # store/embedder from Settings
 
 from loaders.base import LoadError, LoadOptions, LoadProgress, LoadReport
 
-FORMATS = ("rog", "metaqa", "triples", "ntriples", "explagraphs")
+FORMATS = ("rog", "metaqa", "triples", "ntriples", "explagraphs")  # the input formats `load` reads
 
 __all__ = ["FORMATS", "LoadError", "LoadOptions", "LoadProgress", "LoadReport"]

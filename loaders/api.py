@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from loaders import FORMATS
 from loaders.base import LoadError, LoadOptions, LoadReport, Reader, TextEmbedder, run_load
 from loaders.explagraphs import ExplaGraphsReader
 from loaders.io import DEFAULT_MAX_LINE_LENGTH
@@ -19,7 +20,6 @@ from talent_core.store.base import GraphStore
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("rog", "metaqa", "triples", "ntriples", "explagraphs")
 _GENERIC_STEMS = {"train", "dev", "test", "val", "valid", "validation", "data", "kb", "graph"}
 
 

@@ -18,17 +18,13 @@ from typing import Annotated
 
 import typer
 
+from loaders import FORMATS
 from loaders.base import LoadError, LoadReport
 
 log = logging.getLogger("loaders")
 
 
-class Format(str, Enum):
-    rog = "rog"
-    metaqa = "metaqa"
-    triples = "triples"
-    ntriples = "ntriples"
-    explagraphs = "explagraphs"
+Format = Enum("Format", {f: f for f in FORMATS}, type=str)  # the --format choices
 
 
 class OnErrorChoice(str, Enum):

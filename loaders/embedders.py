@@ -2,8 +2,7 @@
 
 `make_embedder(settings)` returns the sentence-transformers model of
 `TALENT_EMBEDDING_MODEL` (talent_core.embedding) wrapped for short texts (entity and
-relation names), or, for the value `hash` / `hash:DIM`, the TEST-ONLY
-`talent_core.embedding.HashEmbedder`.
+relation names).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from talent_core.config import Settings
-from talent_core.embedding import HashEmbedder, parse_hash_model
 
 log = logging.getLogger(__name__)
 
@@ -24,17 +22,15 @@ class BulkEmbedder:
     """The project's sentence-transformers Embedder, set up for embedding many names.
 
     * precision "fp32": the model as is (bit-identical to query-time embeddings);
-      "bf16": bfloat16 autocast on CPUs with native bf16 (AVX512-BF16 / AMX): ~1.7x the
-      names per CPU-second of fp32 here, cosine to the fp32 vector >= 0.9999 on MetaQA
-      names (bench/bench_load.py records both); falls back to fp32 without native bf16.
-    * batch_size: names are short (MetaQA: 5 tokens on average) and the model sorts each
-      call's texts by length, so small batches carry no padding; 64-128 gave ~8% more
-      names per CPU-second than 256 and ~40% more than 1024 here.
+      "bf16": bfloat16 autocast on CPUs with native bf16 (AVX512-BF16 / AMX), faster at a
+      cosine to the fp32 vector close to 1; falls back to fp32 without native bf16.
+    * batch_size: names are short and the model sorts each call's texts by length, so
+      small batches carry no padding and run faster than large ones.
     * threads: torch intra-op threads while embedding; default `default_threads()`: one
       core fewer than available, so that the store's server (and the loader's writer
-      thread) keep a core while batches are embedded and written at the same time. On 2
-      cores under load, 1 thread embedded 30k MetaQA rows' names in 91 s vs 219 s with 2
-      (OpenMP threads that share a core with another busy process wait on each other).
+      thread) keep a core while batches are embedded and written at the same time (OpenMP
+      threads that share a core with another busy process wait on each other).
+    Measured rates and precision: bench/bench_load.py -> bench/results/load_metaqa.json.
     The loader passes all new names of a batch in one call."""
 
     def __init__(
@@ -103,12 +99,7 @@ def make_embedder(
     batch_size: int | None = 128,
     threads: int | None = None,
 ):  # -> TextEmbedder
-    """The embedder a load uses: TEST-ONLY hash for `hash[:DIM]`, else the project model
-    wrapped for names (BulkEmbedder)."""
-    dim = parse_hash_model(settings.embedding_model)
-    if dim is not None:
-        log.warning("using the TEST-ONLY hash pseudo-embedder (%s)", settings.embedding_model)
-        return HashEmbedder(dim)
+    """The embedder a load uses: the project model wrapped for names (BulkEmbedder)."""
     from talent_core.embedding import get_embedder
 
     base = get_embedder(settings.embedding_model, settings.device, settings.embed_batch_size)

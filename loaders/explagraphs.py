@@ -23,7 +23,6 @@ prompt as `question`. An example whose graph does not parse is rejected whole.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -31,47 +30,13 @@ from typing import Literal
 from loaders.base import BadRow, Item, LoadError, Record, Row
 from loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
 from loaders.lines import TextFileReader
+from talent_core.questions import LABELS, GraphSyntaxError, parse_graph
 
 COLUMNS = ("arg1", "arg2", "label", "graph")
-LABELS = ("support", "counter")
 QUESTION = (
     "Argument 1: {arg1}\nArgument 2: {arg2}\nQuestion: Do argument 1 and argument 2 support "
     "or counter each other? Answer in one word in the form of 'support' or 'counter'."
 )
-_PART = re.compile(r"\s*\(([^()]*)\)\s*")
-
-
-class GraphSyntaxError(ValueError):
-    pass
-
-
-def parse_graph(text: str) -> list[tuple[str, str, str]]:
-    """`(a; rel; b)(c; rel; d)` -> [(a, rel, b), (c, rel, d)] (parts stripped)."""
-    triples: list[tuple[str, str, str]] = []
-    pos = 0
-    text = text.strip()
-    if not text:
-        raise GraphSyntaxError("empty graph")
-    while pos < len(text):
-        m = _PART.match(text, pos)
-        if not m:
-            raise GraphSyntaxError(
-                f"expected '(concept; relation; concept)' at character {pos + 1}: "
-                f"{text[pos : pos + 40]!r}"
-            )
-        parts = [p.strip() for p in m.group(1).split(";")]
-        if len(parts) != 3:
-            raise GraphSyntaxError(
-                f"triple {len(triples) + 1} {m.group(0).strip()!r} has {len(parts)} parts, "
-                "expected 'concept; relation; concept'"
-            )
-        if not all(parts):
-            raise GraphSyntaxError(
-                f"triple {len(triples) + 1} {m.group(0).strip()!r} has an empty part"
-            )
-        triples.append((parts[0], parts[1], parts[2]))
-        pos = m.end()
-    return triples
 
 
 def example_id(arg1: str, arg2: str) -> str:
@@ -152,7 +117,7 @@ class ExplaGraphsReader(TextFileReader):
         try:
             graph = parse_graph(fields[idx["graph"]])
         except GraphSyntaxError as e:
-            yield BadRow(line, f"graph: {e}", preview(raw))
+            yield BadRow(line, f"graph: {e.reason}", preview(raw))
             return
         eid = example_id(arg1, arg2)
 

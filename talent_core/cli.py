@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import json as _json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from loaders.cli import load as _load_cmd
 from loaders.cli import stats as _stats_cmd
+from talent_core.cli_options import model_options, option_name, with_options
 from talent_core.llm import cli as _llm_cli
+from talent_core.questions import QUESTION_FORMATS, QuestionFormat, detect_question_format
+from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(_load_cmd)
@@ -55,13 +57,13 @@ def _fail(msg: str) -> typer.Exit:
     return typer.Exit(code=2)
 
 
-# shared retrieval options --------------------------------------------------------------
-KNodes = Annotated[int, typer.Option("--k-nodes", min=1, help="top-k_v nodes get prizes")]
-KEdges = Annotated[int, typer.Option("--k-edges", min=1, help="top-k_e edges get prizes")]
-Hops = Annotated[int, typer.Option("--hops", min=1, max=3, help="neighbourhood hops")]
-EdgeCost = Annotated[float, typer.Option("--edge-cost", min=0.0, help="PCST edge cost c")]
-Fanout = Annotated[int, typer.Option("--fanout", min=1, help="edges followed per node and hop")]
-PrizeRule = Annotated[str, typer.Option("--prizes", help="'default' or 'paper' (G-Retriever)")]
+# shared options ---------------------------------------------------------------------------
+# one --option per RetrievalConfig field (--k-nodes, --k-edges, --beam, --hops, --edge-cost,
+# --prizes, --fanout, ...): the command receives the given ones as `retrieval`
+retrieval_options = with_options(model_options(RetrievalConfig), into="retrieval")
+QuestionFormatOpt = Annotated[str | None, typer.Option(
+    "--format", help=" | ".join(QUESTION_FORMATS) + " (default: guessed from the file name; "
+    "a typed question: TALENT_QUESTION_FORMAT)")]
 Topic = Annotated[
     list[str] | None, typer.Option("--topic", help="topic entity name (repeatable)")
 ]
@@ -81,7 +83,8 @@ def _decode(decode: str | None) -> str | None:
     return decode
 
 
-def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode):
+def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode,
+              question_format=None):
     """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
     from talent_core.pipeline import Pipeline
 
@@ -93,7 +96,8 @@ def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriev
     try:
         return Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
                         base_model=base_model, adapters=adapters,
-                        frozen_retriever=frozen_retriever, decode=_decode(decode))
+                        frozen_retriever=frozen_retriever, decode=_decode(decode),
+                        question_format=question_format)
     except FileNotFoundError as e:
         raise _fail(str(e)) from None
 
@@ -104,19 +108,23 @@ def _frozen_notice(roles: list[str]) -> None:
                    + ": the frozen base model runs in its place", err=True)
 
 
-def _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes):
-    """RetrievalConfig from the CLI options (unset options keep their defaults)."""
-    from talent_core.retrieval import RetrievalConfig
-
-    values = dict(k_nodes=k_nodes, k_edges=k_edges, hops=hops, edge_cost=edge_cost,
-                  fanout=fanout, prizes=prizes)
-    unknown = [k for k in values if k not in RetrievalConfig.model_fields]
-    if unknown:  # pragma: no cover - guards a drift between CLI and config
-        raise RuntimeError(f"RetrievalConfig lacks {unknown}")
+def _retrieval_config(given: dict[str, Any]) -> RetrievalConfig:
+    """RetrievalConfig from the given retrieval options (the others keep their defaults);
+    a bad value exits with code 2 and a message naming the option."""
     try:
-        return RetrievalConfig(**{k: v for k, v in values.items() if v is not None})
-    except ValueError as e:
-        raise _fail(str(e)) from None
+        return apply_overrides(RetrievalConfig(), **given)
+    except RetrievalSettingsError as e:
+        raise _fail("; ".join(f"{option_name(f)}: {m}" for f, m in e.problems)) from None
+
+
+def _question_format(fmt: str | None, path: Path | None) -> QuestionFormat | None:
+    """The --format of a question file (guessed from its name when not given); None for a
+    typed question without --format (the Pipeline's default)."""
+    if fmt is not None and fmt not in QUESTION_FORMATS:
+        raise _fail(f"--format must be {' or '.join(QUESTION_FORMATS)}, not {fmt!r}")
+    if fmt is None and path is not None:
+        return detect_question_format(path)
+    return fmt  # type: ignore[return-value]
 
 
 def candidate_json(candidate) -> dict:
@@ -135,22 +143,20 @@ def candidate_json(candidate) -> dict:
 
 
 @app.command()
+@retrieval_options
 def retrieve(
-    question: Annotated[str | None, typer.Argument(help="the question")] = None,
+    question: Annotated[str | None, typer.Argument(
+        help="the question; names in square brackets are topic entities")] = None,
     questions: Annotated[
         Path | None, typer.Option("--questions", help="a question file: one JSON line each")
     ] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    fmt: QuestionFormatOpt = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
-    k_nodes: KNodes = None,
-    k_edges: KEdges = None,
-    hops: Hops = None,
-    edge_cost: EdgeCost = None,
-    fanout: Fanout = None,
-    prizes: PrizeRule = None,
     topic: Topic = None,
     json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     verbose: Annotated[bool, typer.Option("-v")] = False,
+    *,
+    retrieval: dict[str, Any],
 ) -> None:
     """Candidate subgraph S for a question (or every question of --questions FILE)."""
     from talent_core.pipeline import Pipeline
@@ -159,10 +165,9 @@ def retrieve(
     _logging(verbose)
     if (question is None) == (questions is None):
         raise _fail("give either a QUESTION or --questions FILE")
-    if fmt not in (None, "metaqa", "rog"):
-        raise _fail(f"--format must be metaqa or rog, not {fmt!r}")
-    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
-    pipe = Pipeline(retrieval=config)
+    qfmt = _question_format(fmt, questions)
+    config = _retrieval_config(retrieval)
+    pipe = Pipeline(retrieval=config, question_format=qfmt)
     try:
         if question is not None:
             cand = pipe.retrieve(question, topic or None)
@@ -172,7 +177,7 @@ def retrieve(
                 _print_candidate(cand)
             return
         try:
-            for rec in read_questions(questions, fmt, limit):
+            for rec in read_questions(questions, qfmt, limit):
                 cand = pipe.retrieve(rec.question, rec.topic_entities or None)
                 out = {"id": rec.id, "question": rec.question, "answers": rec.answers,
                        **candidate_json(cand)}
@@ -198,8 +203,10 @@ def _print_candidate(cand) -> None:
 
 
 @app.command()
+@retrieval_options
 def ask(
-    question: Annotated[str, typer.Argument(help="the question")],
+    question: Annotated[str, typer.Argument(
+        help="the question; names in square brackets are topic entities")],
     retriever: Annotated[
         Path | None, typer.Option("--retriever", help="retriever adapter dir (none: frozen)")
     ] = None,
@@ -213,23 +220,20 @@ def ask(
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
     frozen_retriever: FrozenRetriever = False,
-    k_nodes: KNodes = None,
-    k_edges: KEdges = None,
-    hops: Hops = None,
-    edge_cost: EdgeCost = None,
-    fanout: Fanout = None,
-    prizes: PrizeRule = None,
+    fmt: QuestionFormatOpt = None,
     topic: Topic = None,
     json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     verbose: Annotated[bool, typer.Option("-v")] = False,
+    *,
+    retrieval: dict[str, Any],
 ) -> None:
     """Answer a question with the full pipeline and show its evidence."""
     _logging(verbose)
     if no_retriever and retriever is not None:
         raise _fail("--no-retriever and --retriever exclude each other")
-    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
+    config = _retrieval_config(retrieval)
     pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                     decode)
+                     decode, _question_format(fmt, None))
     mode = "no-retriever" if no_retriever else "full"
     _frozen_notice(pipe.frozen_in(mode))
     try:
@@ -272,18 +276,15 @@ def answer_json(ans) -> dict:
 
 
 @app.command()
+@retrieval_options
 def examples(
     questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
     output: Annotated[Path, typer.Option("--output", "-o", help="training JSONL to write")],
-    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    fmt: QuestionFormatOpt = None,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
-    k_nodes: KNodes = None,
-    k_edges: KEdges = None,
-    hops: Hops = None,
-    edge_cost: EdgeCost = None,
-    fanout: Fanout = None,
-    prizes: PrizeRule = None,
     verbose: Annotated[bool, typer.Option("-v")] = False,
+    *,
+    retrieval: dict[str, Any],
 ) -> None:
     """Candidate subgraphs S + gold answers -> training examples for `talent train`."""
     from tqdm import tqdm
@@ -293,10 +294,10 @@ def examples(
     from talent_core.questions import QuestionFileError, read_questions
 
     _logging(verbose)
-    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
-    pipe = Pipeline(retrieval=config)
+    qfmt = _question_format(fmt, questions)
+    pipe = Pipeline(retrieval=_retrieval_config(retrieval), question_format=qfmt)
     try:
-        recs = list(read_questions(questions, fmt, limit))
+        recs = list(read_questions(questions, qfmt, limit))
         out = []
         for rec in tqdm(recs, desc="retrieve", unit="q"):
             cand = pipe.retrieve(rec.question, rec.topic_entities or None)
@@ -311,9 +312,10 @@ def examples(
 
 
 @app.command("eval")
+@retrieval_options
 def eval_cmd(
     questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
-    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog")] = None,
+    fmt: QuestionFormatOpt = None,
     mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
     retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
     generator: Annotated[Path | None, typer.Option("--generator")] = None,
@@ -323,14 +325,10 @@ def eval_cmd(
     frozen_retriever: FrozenRetriever = False,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
-    k_nodes: KNodes = None,
-    k_edges: KEdges = None,
-    hops: Hops = None,
-    edge_cost: EdgeCost = None,
-    fanout: Fanout = None,
-    prizes: PrizeRule = None,
     rows_out: Annotated[Path | None, typer.Option("--rows", help="per-question JSONL")] = None,
     verbose: Annotated[bool, typer.Option("-v")] = False,
+    *,
+    retrieval: dict[str, Any],
 ) -> None:
     """Retrieval metrics of S (and of the LLM retriever's V-hat) and QA Hit@1."""
     import itertools
@@ -343,13 +341,14 @@ def eval_cmd(
     _logging(verbose)
     if mode not in ("retrieval", "full", "no-retriever"):
         raise _fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
-    config = _retrieval_config(k_nodes, k_edges, hops, edge_cost, fanout, prizes)
-    pipe = (Pipeline(retrieval=config) if mode == "retrieval" else
+    qfmt = _question_format(fmt, questions)
+    config = _retrieval_config(retrieval)
+    pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                      decode))
+                      decode, qfmt))
     _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     try:
-        recs = itertools.islice(read_questions(questions, fmt), offset,
+        recs = itertools.islice(read_questions(questions, qfmt), offset,
                                 offset + limit if limit else None)
         summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
     except QuestionFileError as e:
@@ -368,7 +367,7 @@ app.add_typer(server_app, name="server")
 @server_app.command("start")
 def server_start() -> None:
     """Start the embedded server and leave it running (commands then reuse it)."""
-    from talent_core.store.falkordb import EmbeddedServer
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     s = get_settings_()
     srv = EmbeddedServer.for_dir(s.data_dir)
@@ -380,7 +379,7 @@ def server_start() -> None:
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the embedded server cleanly (AOF compacted)."""
-    from talent_core.store.falkordb import EmbeddedServer
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     srv = EmbeddedServer.for_dir(get_settings_().data_dir)
     typer.echo(_json.dumps({"stopped": srv.shutdown()}))
@@ -389,7 +388,7 @@ def server_stop() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Whether the embedded server of TALENT_DATA_DIR is running."""
-    from talent_core.store.falkordb import EmbeddedServer
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     srv = EmbeddedServer.for_dir(get_settings_().data_dir)
     up = srv.ping()
@@ -415,7 +414,7 @@ def run_app(
     cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
            "--server.port", str(port), "--server.address", address,
            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    raise typer.Exit(subprocess.call(cmd, env=os.environ.copy()))
+    raise typer.Exit(subprocess.call(cmd))
 
 
 @app.command()

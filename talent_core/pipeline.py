@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from talent_core.config import Settings, get_settings
 from talent_core.embedding import Embedder, get_embedder
@@ -31,8 +31,15 @@ from talent_core.models import (
     Selection,
     StoreStats,
 )
+from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
+from talent_core.retrieval.config import apply_overrides
 from talent_core.store import GraphStore, open_store
+
+if TYPE_CHECKING:
+    from loaders import LoadReport
+    from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.retriever import RetrieverModel
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +59,18 @@ class Pipeline:
         adapters: str | None = None,
         frozen_retriever: bool = False,
         decode: Decode | None = None,
+        question_format: QuestionFormat | None = None,
     ):
         """``adapters``: "bundled" (default, `settings.adapters`), "none" or a directory with
         retriever/ and generator/; ``retriever_dir`` / ``generator_dir`` override one role;
-        ``frozen_retriever``: the retriever runs without adapter (the paper's ablation)."""
+        ``frozen_retriever``: the retriever runs without adapter (the paper's ablation);
+        ``question_format``: the dataset the questions come from (its domain stopwords;
+        default `settings.question_format`)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
         self._embedder = embedder
         self.retrieval = retrieval or RetrievalConfig()
+        self.question_format: QuestionFormat = question_format or self.settings.question_format
         self.base_model = base_model
         spec = adapters or self.settings.adapters
         default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model)
@@ -68,7 +79,7 @@ class Pipeline:
         self.retriever_dir = Path(chosen_r) if chosen_r else None
         self.generator_dir = Path(chosen_g) if chosen_g else None
         self.decode: Decode = decode or self.settings.decode
-        self._models = None
+        self._models: tuple[RetrieverModel, GeneratorModel] | None = None
 
     # --- lazily loaded resources (loaded once) -----------------------------------------
     @property
@@ -91,10 +102,14 @@ class Pipeline:
         return [r for r in self.frozen_roles if mode == "full" or r == "generator"]
 
     @property
-    def models(self):
+    def models_loaded(self) -> bool:
+        return self._models is not None
+
+    @property
+    def models(self) -> tuple[RetrieverModel, GeneratorModel]:
         """(RetrieverModel, GeneratorModel) on one base model, loaded on first use."""
         if self._models is None:
-            from talent_core.llm.infer import load_models
+            from talent_core.llm.lm import load_models
 
             s = self.settings
             self._models = load_models(
@@ -108,11 +123,24 @@ class Pipeline:
     def stats(self) -> StoreStats:
         return self.store.stats()
 
+    def retrieval_config(self, **overrides) -> RetrievalConfig:
+        """The pipeline's RetrievalConfig with ``overrides`` validated (an unknown key or a
+        value out of range raises RetrievalSettingsError naming it) and the question
+        format's stopwords added."""
+        config = apply_overrides(self.retrieval, **overrides)
+        words = FORMAT_STOPWORDS[self.question_format]
+        if set(words) - set(config.stopwords):
+            config = config.model_copy(update={"stopwords": [*config.stopwords, *words]})
+        return config
+
     def retrieve(
         self, question: str, topic_entities: list[str] | None = None, **overrides
     ) -> Candidate:
-        config = self.retrieval.model_copy(update=overrides) if overrides else self.retrieval
-        return retrieve(question, self.store, self.embedder, config, topic_entities)
+        """Candidate S for ``question``, read by `parse_question` ([brackets] mark topic
+        entities) whether typed or from a file; ``overrides``: RetrievalConfig fields."""
+        config = self.retrieval_config(**overrides)
+        text, topics = parse_question(question, topic_entities)
+        return retrieve(text, self.store, self.embedder, config, topics or None)
 
     def ask(
         self,
@@ -127,6 +155,7 @@ class Pipeline:
         decode = decode or self.decode
         t0 = time.perf_counter()
         candidate = self.retrieve(question, topic_entities, **overrides)
+        question = candidate.question  # brackets removed
         timings = {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
         if mode == "retrieval":
             timings["total"] = (time.perf_counter() - t0) * 1000
@@ -176,6 +205,12 @@ class Pipeline:
         found = self.store.entities_by_name(list(names))
         by_norm = {normalise_name(e.name): e for e in found}
         return {n: by_norm[normalise_name(n)] for n in names if normalise_name(n) in by_norm}
+
+    def load(self, path: Path | str, fmt: str, **options) -> LoadReport:
+        """Load a KG file into this pipeline's store (`loaders.api.load_path` options)."""
+        from loaders.api import load_path
+
+        return load_path(path, fmt, store=self.store, settings=self.settings, **options)
 
     def close(self) -> None:
         self.store.close()

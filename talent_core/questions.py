@@ -5,20 +5,84 @@ Formats:
   rog     RoG / G-Retriever records (jsonl or json list): id, question, answer[],
           q_entity[], a_entity[] (graph ignored here; `talent load --format rog` loads it)
 Bad lines raise `QuestionFileError` naming file:line.
+
+A typed question (CLI, UI) is read like a MetaQA one by `parse_question`: names in
+[brackets] are topic entities and the brackets never reach the embedder or a model.
+ExplaGraphs (the label task) is one more input format: its graph grammar and labels live
+here, read by the loader (loaders/explagraphs.py) and the training data (llm/explagraphs.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
 QuestionFormat = Literal["metaqa", "rog"]
-_BRACKET = re.compile(r"\[([^\[\]]+)\]")
+QUESTION_FORMATS: tuple[QuestionFormat, ...] = get_args(QuestionFormat)
+TOPIC = re.compile(r"\[([^\[\]]+)\]")  # a topic entity marked in the question text
+
+# Domain words of a dataset's questions that are never looked up as one-word entity names
+# (MetaQA's KB has a tag "film": "which film ..." must not seed it).
+FORMAT_STOPWORDS: dict[QuestionFormat, tuple[str, ...]] = {
+    "metaqa": ("film", "films", "movie", "movies"),
+    "rog": (),
+}
+
+
+def parse_question(
+    text: str, topic_entities: Sequence[str] | None = None
+) -> tuple[str, list[str]]:
+    """(the question as shown to models, topic entities): names in [brackets] become topic
+    entities (first, in order) and lose their brackets; given topic entities follow."""
+    topics = [t.strip() for t in [*TOPIC.findall(text), *(topic_entities or [])]]
+    return TOPIC.sub(lambda m: m.group(1), text).strip(), list(dict.fromkeys(filter(None, topics)))
+
+
+# --- ExplaGraphs: `(concept; relation; concept)(...)` graphs, support / counter labels -------
+
+LABELS = ("support", "counter")
+_GRAPH_PART = re.compile(r"\s*\(([^()]*)\)\s*")
+
+
+class GraphSyntaxError(ValueError):
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"not an explanation graph: {reason}")
+
+
+def parse_graph(text: str) -> list[tuple[str, str, str]]:
+    """`(a; rel; b)(c; rel; d)` -> [(a, rel, b), (c, rel, d)] (parts stripped); anything
+    else raises `GraphSyntaxError` saying where."""
+    triples: list[tuple[str, str, str]] = []
+    pos = 0
+    text = text.strip()
+    if not text:
+        raise GraphSyntaxError("empty graph")
+    while pos < len(text):
+        m = _GRAPH_PART.match(text, pos)
+        if not m:
+            raise GraphSyntaxError(
+                f"expected '(concept; relation; concept)' at character {pos + 1}: "
+                f"{text[pos : pos + 40]!r}"
+            )
+        parts = [p.strip() for p in m.group(1).split(";")]
+        if len(parts) != 3:
+            raise GraphSyntaxError(
+                f"triple {len(triples) + 1} {m.group(0).strip()!r} has {len(parts)} parts, "
+                "expected 'concept; relation; concept'"
+            )
+        if not all(parts):
+            raise GraphSyntaxError(
+                f"triple {len(triples) + 1} {m.group(0).strip()!r} has an empty part"
+            )
+        triples.append((parts[0], parts[1], parts[2]))
+        pos = m.end()
+    return triples
 
 
 class QARecord(BaseModel):
@@ -71,12 +135,12 @@ def _metaqa(path: Path) -> Iterator[QARecord]:
                 f"got {len(parts)} tab-separated fields"
             )
         question, answers = parts
-        topics = _BRACKET.findall(question)
+        text, topics = parse_question(question)
         yield QARecord(
             id=f"{path.stem}:{lineno}",
-            question=_BRACKET.sub(lambda m: m.group(1), question).strip(),
+            question=text,
             answers=[a.strip() for a in answers.split("|") if a.strip()],
-            topic_entities=[t.strip() for t in topics],
+            topic_entities=topics,
         )
 
 

@@ -1,4 +1,4 @@
-"""Pure text helpers shared by the stores, loaders and retrieval.
+"""Pure text helpers shared by the stores, loaders, retrieval, the LLM stages and metrics.
 
 `normalise_name` is THE name key: `Entity.name_lc` is written with it and every name lookup
 normalises its input with it, so loaders and queries can never disagree.
@@ -72,3 +72,13 @@ def key_problem(key: str) -> str | None:
     if "\x00" in key:
         return "contains a NUL character"
     return None
+
+
+def answer_key(name: str) -> str:
+    """The key names are COMPARED by (answers vs gold, LLM output vs S): NFKC, casefold,
+    strip, collapse whitespace.
+
+    Deliberately looser than the store's lookup key `normalise_name`
+    (NFC + lower), which must equal what Cypher's `toLower` stores in `name_lc`: a
+    comparison may fold full-width letters and "ß" -> "ss", a database key may not."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", name).casefold()).strip()

@@ -6,6 +6,8 @@
 - `graph_store`: a fresh, empty store with the schema for dimension 8, parametrised over
   ["falkordb", "neo4j"]; the Neo4j case is skipped unless NEO4J_URI is set (and then it
   CLEARS that database's :Entity/:Relation data before and after every test).
+- `read_store`: the same over ["falkordb", "memory", "neo4j"], for the read half of the
+  contract (the in-memory store is filled through its upserts).
 - `one_hot(i, dim=8)` / `fake_vector(key, dim=8)`: deterministic unit vectors, as fixtures
   returning the functions (plain functions of the same names live in this module).
 """
@@ -49,7 +51,7 @@ def _fake_vector() -> Callable[..., list[float]]:
 
 @pytest.fixture(scope="session")
 def _embedded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from talent_core.store.falkordb import EmbeddedServer
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     d = tmp_path_factory.mktemp("falkordb")
     yield d
@@ -89,8 +91,25 @@ def _neo4j_store() -> object:
 )
 def graph_store(request: pytest.FixtureRequest, embedded_store: Callable[..., object]):
     """A fresh, empty store (schema for dimension 8) of each kind."""
-    if request.param == "falkordb":
+    yield from _fresh_store(request.param, embedded_store)
+
+
+@pytest.fixture(
+    params=["falkordb", "memory", pytest.param("neo4j", marks=pytest.mark.neo4j)],
+)
+def read_store(request: pytest.FixtureRequest, embedded_store: Callable[..., object]):
+    """A fresh, empty store of each kind that serves the read half of the contract."""
+    yield from _fresh_store(request.param, embedded_store)
+
+
+def _fresh_store(kind: str, embedded_store: Callable[..., object]) -> Iterator[object]:
+    if kind == "falkordb":
         yield embedded_store(FAKE_DIM)
+        return
+    if kind == "memory":
+        from talent_core.store.memory import MemoryStore
+
+        yield MemoryStore()
         return
     if not os.environ.get("NEO4J_URI"):
         pytest.skip(

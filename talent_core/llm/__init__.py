@@ -1,7 +1,8 @@
 """TaLenT's LLM stages: the learnable retriever R_theta and the generator G_phi.
 
-Modules (one concern each; the first six are pure and need no model):
+Modules (one concern each; the first seven are pure and need no model):
   prompts    Appendix E.1/E.2 texts and chat rendering (Llama-2 [INST] form when needed)
+  textualise Appendix E CSV writer (and the "named" variant): pure
   context    what the models see: S (with truncation) and the eq. 14 generator context
   targets    P / W target line with per-name character spans (eqs. 9-11), generator target
   loss       token weights from offsets, token-weighted NLL (eqs. 12-13)
@@ -9,12 +10,15 @@ Modules (one concern each; the first six are pure and need no model):
   features   prompt + target tokenised together, weighted, truncated to fit
   data       TrainingExample records (JSONL)
   models     base model loading (SmolLM2 GGUF alias), LoRA, adapter save/load + metadata
-  infer      LoadedLM (one base, several adapters), RetrieverModel.select,
-             GeneratorModel.context / answer, load_models
-  train      retriever / generator training loops (checkpoints, resume, seeds)
+  lm         LoadedLM (one base model, several named adapters), Role, load_models
+  ranking    ranked decoding: candidate names scored over one KV-cached prompt
+  retriever  RetrieverModel.select / rank (free or ranked V-hat)
+  generator  GeneratorModel.context / rank / answer
+  trainer    TrainConfig and the loop on transformers.Trainer (checkpoints, resume, seeds)
+  selections the retriever's selections for generator training, cached
+  train      train_retriever / train_generator: examples -> features -> loop -> adapter
   explagraphs  ExplaGraphs records and LLM pseudo-gold annotation (Appendix A.2)
   cli        typer command functions (train retriever / generator, annotate-explagraphs)
-  testing    tiny random Llama + offline tokenizer for tests
 
 Nothing heavy (torch, transformers) is imported by importing this package.
 """

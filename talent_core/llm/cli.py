@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
+from talent_core.cli_options import model_options, option_name, with_options
 from talent_core.llm.data import DataError, TrainingExample, read_examples, write_examples
 from talent_core.llm.models import BaseModelMismatch
-from talent_core.llm.prompts import PROMPT_STYLES
-from talent_core.llm.train import ResumeMismatch, TrainConfig
+from talent_core.llm.trainer import ResumeMismatch, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -32,41 +33,54 @@ Val = Annotated[Path | None, typer.Option("--val", help="validation examples (JS
                                           "the validation loss", exists=True, dir_okay=False)]
 BaseModelOpt = Annotated[str | None, typer.Option("--base-model", help="HF name, local path or "
                                                   "'smollm2' (default: TALENT_BASE_MODEL)")]
-TaskOpt = Annotated[str, typer.Option("--task", help="kgqa (entity answers) or label "
-                                      "(ExplaGraphs support/counter)")]
-Epochs = Annotated[int, typer.Option(help="epochs (paper: 3)")]
-Lr = Annotated[float, typer.Option("--lr", help="learning rate (paper: 5e-5)")]
-Warmup = Annotated[float, typer.Option(help="warmup ratio (paper: 0.03)")]
-BatchSize = Annotated[int, typer.Option(help="per-step batch (paper: 1)")]
-GradAccum = Annotated[int, typer.Option(help="gradient accumulation (paper: 8)")]
-MaxLength = Annotated[int, typer.Option(help="max tokens of prompt + target; rows of S are "
-                                        "dropped to fit")]
-LoraR = Annotated[int, typer.Option(help="LoRA rank (paper: 8)")]
-LoraAlpha = Annotated[int, typer.Option(help="LoRA alpha (paper: 16)")]
-LoraDropout = Annotated[float, typer.Option(help="LoRA dropout (paper: 0.05)")]
-LoraTargets = Annotated[str, typer.Option(help="comma list of modules, or all-linear")]
-Seed = Annotated[int, typer.Option(help="random seed")]
-MaxSteps = Annotated[int | None, typer.Option(help="stop after this many optimizer steps")]
-SaveEvery = Annotated[int, typer.Option(help="checkpoint every N optimizer steps (0: never)")]
-GradCkpt = Annotated[bool, typer.Option("--gradient-checkpointing", help="trade compute for "
-                                        "memory (large models)")]
-Device = Annotated[str | None, typer.Option(help="cuda, cpu, cuda:1 ... (default: cuda if "
-                                            "available)")]
-Dataset = Annotated[str, typer.Option(help="dataset name, recorded in the metadata")]
-KOpt = Annotated[int | None, typer.Option("--k", help="PCST k_v = k_e of the candidates "
-                                          "(recorded)")]
-Hops = Annotated[int | None, typer.Option(help="neighbourhood hops of the candidates (recorded)")]
 Resume = Annotated[bool, typer.Option("--resume/--no-resume", help="continue from the latest "
                                       "checkpoint in the output directory")]
 Limit = Annotated[int | None, typer.Option(help="use only the first N examples")]
-Style = Annotated[str, typer.Option("--prompt-style", help="paper (Appendix E.1/E.2 texts), "
-                                    "compact (one-sentence instructions, ~30 %% fewer tokens "
-                                    "per example) or named (compact, graph rows by name "
-                                    "instead of id); recorded in the adapter")]
-DeepSpeed = Annotated[str | None, typer.Option("--deepspeed", help="DeepSpeed JSON config "
-                                               "for the Trainer (multi-GPU; run under "
-                                               "torchrun / accelerate launch)")]
+Device = Annotated[str | None, typer.Option(help="cuda, cpu, cuda:1 ... (default: cuda if "
+                                            "available)")]
 
+# The TrainConfig fields both train commands take, as options (`talent_core.cli_options`):
+# defaults from TrainConfig, help here; each command receives the given ones (and those of
+# its own fields) as the dict `options`.
+TRAIN_HELP = {
+    "base_model": "HF name, local path or 'smollm2' (default: TALENT_BASE_MODEL)",
+    "task": "kgqa (entity answers) or label (ExplaGraphs support/counter)",
+    "epochs": "epochs (paper: 3)",
+    "lr": "learning rate (paper: 5e-5)",
+    "warmup_ratio": "warmup ratio (paper: 0.03)",
+    "batch_size": "per-step batch (paper: 1)",
+    "grad_accum": "gradient accumulation (paper: 8)",
+    "max_length": "max tokens of prompt + target; rows of S are dropped to fit",
+    "lora_r": "LoRA rank (paper: 8)",
+    "lora_alpha": "LoRA alpha (paper: 16)",
+    "lora_dropout": "LoRA dropout (paper: 0.05)",
+    "lora_targets": "comma list of modules, or all-linear",
+    "seed": "random seed",
+    "max_steps": "stop after this many optimizer steps",
+    "save_every": "checkpoint every N optimizer steps (0: never)",
+    "gradient_checkpointing": "trade compute for memory (large models)",
+    "device": "cuda, cpu, cuda:1 ... (default: cuda if available)",
+    "dataset": "dataset name, recorded in the metadata",
+    "k": "PCST k_v = k_e of the candidates (recorded)",
+    "hops": "neighbourhood hops of the candidates (recorded)",
+    "prompt_style": "paper (Appendix E.1/E.2 texts), compact (one-sentence instructions, ~30 "
+                    "%% fewer tokens per example) or named (compact, graph rows by name instead "
+                    "of id); recorded in the adapter",
+    "deepspeed": "DeepSpeed JSON config for the Trainer (multi-GPU; run under torchrun / "
+                 "accelerate launch)",
+    "lam": "weak-positive weight lambda (paper: 0.001 WebQSP, 0.01 CWQ/ExplaGraphs)",
+    "eos_weight": "weight of the EOS token ending the target line (teaches where the list "
+                  "stops; 0 = eq. 13 literally)",
+    "include_endpoints": "also list the other endpoint of each context edge as a node",
+}
+SHARED_TRAIN_FIELDS = [k for k in TRAIN_HELP
+                       if k not in ("lam", "eos_weight", "include_endpoints")]
+
+
+def _train_options(*own: str):
+    """The shared training options plus the command's ``own`` TrainConfig fields."""
+    return with_options(model_options(TrainConfig, [*SHARED_TRAIN_FIELDS, *own],
+                                      help=TRAIN_HELP), into="options")
 
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
@@ -91,45 +105,20 @@ def _summary(meta: Any, output: Path) -> None:
                            **{k: m[k] for k in keys if k in m}}))
 
 
+@_train_options("lam", "eos_weight")
 def train_retriever(
     examples: Examples,
     output: Output,
     val: Val = None,
-    base_model: BaseModelOpt = None,
-    task: TaskOpt = "kgqa",
-    lam: Annotated[float, typer.Option("--lam", help="weak-positive weight lambda (paper: "
-                                       "0.001 WebQSP, 0.01 CWQ/ExplaGraphs)")] = 0.001,
-    eos_weight: Annotated[float, typer.Option(help="weight of the EOS token ending the "
-                                              "target line (teaches where the list stops; "
-                                              "0 = eq. 13 literally)")]
-    = 1.0,
-    epochs: Epochs = 3,
-    lr: Lr = 5e-5,
-    warmup_ratio: Warmup = 0.03,
-    batch_size: BatchSize = 1,
-    grad_accum: GradAccum = 8,
-    max_length: MaxLength = 4096,
-    lora_r: LoraR = 8,
-    lora_alpha: LoraAlpha = 16,
-    lora_dropout: LoraDropout = 0.05,
-    lora_targets: LoraTargets = "q_proj,v_proj",
-    seed: Seed = 0,
-    max_steps: MaxSteps = None,
-    save_every: SaveEvery = 100,
-    gradient_checkpointing: GradCkpt = False,
-    device: Device = None,
-    dataset: Dataset = "",
-    k: KOpt = 10,
-    hops: Hops = None,
     resume: Resume = True,
     limit: Limit = None,
-    prompt_style: Style = "paper",
-    deepspeed: DeepSpeed = None,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Train the LLM retriever R_theta (LoRA, token-weighted NLL, paper eqs. 9-13)."""
     from talent_core.llm.train import train_retriever as run
 
-    config = _config(locals())
+    config = _config(options, output)
     train = _load(examples, limit)
     validation = _load(val, None) if val else None
     try:
@@ -139,6 +128,7 @@ def train_retriever(
     _summary(meta, output)
 
 
+@_train_options("include_endpoints")
 def train_generator(
     examples: Examples,
     output: Output,
@@ -152,37 +142,15 @@ def train_generator(
     no_retriever: Annotated[bool, typer.Option("--no-retriever", help="contexts are all of S "
                                                "(ablation)")] = False,
     val: Val = None,
-    base_model: BaseModelOpt = None,
-    task: TaskOpt = "kgqa",
-    include_endpoints: Annotated[bool, typer.Option(help="also list the other endpoint of "
-                                                    "each context edge as a node")] = False,
     retriever_max_new_tokens: Annotated[int, typer.Option(help="retriever output budget")]
     = 256,
     retriever_decode: Annotated[str, typer.Option(help="how the retriever selects the "
                                                   "training contexts: free or ranked (use "
                                                   "the decoding you will run)")] = "free",
-    epochs: Epochs = 3,
-    lr: Lr = 5e-5,
-    warmup_ratio: Warmup = 0.03,
-    batch_size: BatchSize = 1,
-    grad_accum: GradAccum = 8,
-    max_length: MaxLength = 4096,
-    lora_r: LoraR = 8,
-    lora_alpha: LoraAlpha = 16,
-    lora_dropout: LoraDropout = 0.05,
-    lora_targets: LoraTargets = "q_proj,v_proj",
-    seed: Seed = 0,
-    max_steps: MaxSteps = None,
-    save_every: SaveEvery = 100,
-    gradient_checkpointing: GradCkpt = False,
-    device: Device = None,
-    dataset: Dataset = "",
-    k: KOpt = 10,
-    hops: Hops = None,
     resume: Resume = True,
     limit: Limit = None,
-    prompt_style: Style = "paper",
-    deepspeed: DeepSpeed = None,
+    *,
+    options: dict[str, Any],
 ) -> None:
     """Train the LLM generator G_phi (LoRA SFT, eq. 15) on the retriever's contexts."""
     from talent_core.llm.models import read_meta
@@ -194,15 +162,15 @@ def train_generator(
     if chosen != 1:
         raise _fail("give exactly one of --retriever DIR, --frozen-retriever, --no-retriever")
     source = "trained" if retriever is not None else ("frozen" if frozen_retriever else "none")
-    values = dict(locals())
     if retriever is not None:
         try:
             rmeta = read_meta(retriever)
         except (FileNotFoundError, ValueError) as e:
             raise _fail(str(e)) from e
-        values["base_model"] = base_model or rmeta.base_model
-        values["task"] = rmeta.task if task == "kgqa" else task
-    config = _config(values)
+        options["base_model"] = options.get("base_model") or rmeta.base_model
+        if options.get("task", "kgqa") == "kgqa":
+            options["task"] = rmeta.task
+    config = _config(options, output)
     train = _load(examples, limit)
     validation = _load(val, None) if val else None
     try:
@@ -231,7 +199,7 @@ def tune_ranking(
 ) -> None:
     """Tune ranked decoding on a validation split (V-hat size vs coverage; the answer-set
     margin) and store the values in the adapters' metadata."""
-    from talent_core.llm.infer import load_models
+    from talent_core.llm.lm import load_models
     from talent_core.llm.models import read_meta, write_meta
     from talent_core.llm.tune import tune
 
@@ -257,19 +225,13 @@ def tune_ranking(
                            "generator": result.get("generator")}))
 
 
-def _config(values: dict[str, Any]) -> TrainConfig:
-    fields = set(TrainConfig.model_fields)
-    data = {k: v for k, v in values.items() if k in fields}
-    data["output_dir"] = values["output"]
-    if data.get("task") not in ("kgqa", "label"):
-        raise _fail(f"--task must be kgqa or label, not {data.get('task')!r}")
-    if data.get("prompt_style", "paper") not in PROMPT_STYLES:
-        raise _fail(f"--prompt-style must be one of {', '.join(PROMPT_STYLES)}, "
-                    f"not {data['prompt_style']!r}")
+def _config(options: dict[str, Any], output: Path) -> TrainConfig:
+    """TrainConfig from the given options; a bad value exits 2 naming its option."""
     try:
-        return TrainConfig(**data)
-    except ValueError as e:
-        raise _fail(str(e)) from e
+        return TrainConfig(**options, output_dir=output)
+    except ValidationError as e:
+        raise _fail("; ".join(f"{option_name(str(err['loc'][0]))}: {err['msg']} "
+                              f"(got {err.get('input')!r})" for err in e.errors())) from e
 
 
 def annotate_explagraphs(
@@ -288,7 +250,7 @@ def annotate_explagraphs(
 ) -> None:
     """Pseudo-gold reasoning nodes for ExplaGraphs with an LLM (paper Appendix A.2)."""
     from talent_core.llm.explagraphs import annotate, read_explagraphs, to_example
-    from talent_core.llm.infer import LoadedLM
+    from talent_core.llm.lm import LoadedLM
 
     try:
         records = read_explagraphs(tsv)

@@ -1,5 +1,5 @@
 """What the models see of a graph: S for the retriever, (V-hat, E-hat) for the generator.
-Pure. The CSV itself is `talent_core.retrieval.textualise.graph_csv` (Appendix E format).
+Pure. The CSV itself is `talent_core.llm.textualise.graph_csv` (Appendix E format).
 
 * Local ids and names: `textualise.local_ids` (nodes numbered in the order of
   ``candidate.nodes``, names lowercase, nodes with equal names merged into one row). Ids are
@@ -23,14 +23,14 @@ never the question, the instructions or a training target.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from talent_core.llm.parsing import clean_name
+from talent_core.llm.textualise import graph_csv, graph_csv_named
+from talent_core.llm.textualise import local_ids as _textualise_ids
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Selection
-from talent_core.retrieval.textualise import graph_csv, graph_csv_named
-from talent_core.retrieval.textualise import local_ids as _textualise_ids
 
 T = TypeVar("T")
 
@@ -208,7 +208,3 @@ def fit_largest(n: int, build: Callable[[int], T], size: Callable[[T], int], bud
     if best is None:
         best = build(0)
     return best, best_k
-
-
-def names_of(nodes: Sequence[CandidateNode]) -> list[str]:
-    return [clean_name(n.name) for n in nodes]

@@ -16,7 +16,6 @@ import csv
 import hashlib
 import json
 import logging
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,11 +28,9 @@ from talent_core.llm.data import DataError, TrainingExample
 from talent_core.llm.parsing import parse_selection
 from talent_core.llm.prompts import annotator_prompt, explagraphs_question
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
+from talent_core.questions import LABELS, parse_graph
 
 log = logging.getLogger(__name__)
-
-_TRIPLE = re.compile(r"\(([^;()]*);([^;()]*);([^;()]*)\)")
-LABELS = ("support", "counter")
 
 
 class ExplaGraphsRecord(BaseModel):
@@ -50,15 +47,6 @@ class ExplaGraphsRecord(BaseModel):
     def key(self) -> str:
         text = json.dumps([self.arg1, self.arg2, self.label, self.triples])
         return hashlib.sha1(text.encode()).hexdigest()
-
-
-def parse_graph(text: str) -> list[tuple[str, str, str]]:
-    """``(concept; relation; concept)(...)`` -> triples; anything else is an error."""
-    triples = [(a.strip(), r.strip(), b.strip()) for a, r, b in _TRIPLE.findall(text)]
-    rest = _TRIPLE.sub("", text).strip()
-    if rest or not triples:
-        raise ValueError(f"not an explanation graph: {text[:80]!r}")
-    return triples
 
 
 def read_explagraphs(path: Path | str) -> list[ExplaGraphsRecord]:

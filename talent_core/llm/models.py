@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import shutil
@@ -322,7 +321,3 @@ def meta_for(model: Any, kind: Literal["retriever", "generator"], **fields: Any)
         talent_version=__version__,
         **fields,
     )
-
-
-def meta_dict(meta: AdapterMeta) -> dict[str, Any]:
-    return json.loads(meta.model_dump_json())

@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from talent_core.metrics import answer_key  # the comparison key: NFKC, casefold, spaces
 from talent_core.models import Candidate, CandidateNode, OutOfCandidate, Selection
+from talent_core.text import answer_key  # the comparison key: NFKC, casefold, spaces
 
 __all__ = ["answer_key", "match_selection", "parse_label", "parse_names", "parse_selection"]
 

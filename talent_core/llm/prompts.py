@@ -140,8 +140,6 @@ Graph (CSV between <DESC> tags):
 
 Now output EXACTLY ONE WORD, support or counter. Nothing else."""
 
-LABELS = ("support", "counter")
-
 # --- Appendix A.2: pseudo-gold node annotation for ExplaGraphs ----------------------------
 
 ANNOTATOR_SYSTEM = f"""You are an annotator of explanation graphs.

@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.ranking import Scored, select_top
-from talent_core.metrics import answer_key, name_set
+from talent_core.metrics import name_set
+from talent_core.text import answer_key
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ def tune(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Tune the retriever's (margin, top_m) and then, on V-hat chosen with them, the
-    generator's answer margin. ``retriever`` / ``generator``: `infer` views. Returns the
+    generator's answer margin. ``retriever`` / ``generator``: the `lm.Role`s. Returns the
     chosen values and the curves (the retriever's and generator's ``margin`` / ``top_m``
     attributes are set to the chosen values)."""
     r_rows, n_gold, s_hits, s_sizes = [], [], [], []

@@ -1,7 +1,7 @@
 """Stage 2: the n-hop neighbourhood of the anchors, through the store only.
 
 `neighbourhood` is the plain expansion (the paper rule's graph): one
-`store.neighbourhood(anchors, hops, fanout, max_nodes, max_edges)` call.
+`store.neighbourhood(anchors, hops, caps)` call (`RetrievalConfig.caps()`).
 
 `OneHop` is what the default rule's question-aware expansion (`paths.expand_paths`) calls
 once per depth: the 1-hop neighbourhood of the current frontier, with the same per-node
@@ -15,11 +15,10 @@ import logging
 from collections.abc import Sequence
 
 from talent_core.models import Subgraph
+from talent_core.retrieval.config import MAX_HOPS, MIN_HOPS
+from talent_core.store.base import ExpansionCaps, GraphReader
 
 log = logging.getLogger(__name__)
-
-MIN_HOPS, MAX_HOPS = 1, 3
-
 
 def check_hops(hops: int) -> int:
     if not MIN_HOPS <= int(hops) <= MAX_HOPS:
@@ -28,20 +27,12 @@ def check_hops(hops: int) -> int:
 
 
 def neighbourhood(
-    store,
-    anchor_ids: Sequence[str],
-    *,
-    hops: int = 2,
-    fanout: int = 50,
-    max_nodes: int = 2000,
-    max_edges: int = 5000,
+    store: GraphReader, anchor_ids: Sequence[str], hops: int, caps: ExpansionCaps
 ) -> Subgraph:
     check_hops(hops)
     if not anchor_ids:
         return Subgraph()
-    sub = store.neighbourhood(
-        list(anchor_ids), hops=hops, fanout=fanout, max_nodes=max_nodes, max_edges=max_edges
-    )
+    sub = store.neighbourhood(list(anchor_ids), hops, caps)
     if sub.truncated:
         log.debug("neighbourhood of %d anchors truncated by a cap", len(anchor_ids))
     return sub
@@ -50,32 +41,27 @@ def neighbourhood(
 class OneHop:
     """Frontier -> its 1-hop neighbourhood, within a shared node/edge budget."""
 
-    def __init__(self, store, *, fanout: int = 50, max_nodes: int = 2000, max_edges: int = 5000):
+    def __init__(self, store: GraphReader, caps: ExpansionCaps):
         self.store = store
-        self.fanout = fanout
-        self.max_nodes = max_nodes
-        self.max_edges = max_edges
+        self.caps = caps
         self.nodes: set[str] = set()
         self.edges = 0
         self.truncated = False
         self.calls = 0
 
     def __call__(self, frontier: list[str]) -> Subgraph:
-        left_nodes = self.max_nodes - len(self.nodes)
-        left_edges = self.max_edges - self.edges
+        left_nodes = self.caps.max_nodes - len(self.nodes)
+        left_edges = self.caps.max_edges - self.edges
         if not frontier or left_nodes <= 0 or left_edges <= 0:
             if frontier:
                 self.truncated = True
             return Subgraph(truncated=bool(frontier))
         self.calls += 1
         # the frontier itself is already counted; the store counts it again in its cap
-        sub = self.store.neighbourhood(
-            frontier,
-            hops=1,
-            fanout=self.fanout,
-            max_nodes=left_nodes + len(frontier),
-            max_edges=left_edges,
+        left = ExpansionCaps(
+            fanout=self.caps.fanout, max_nodes=left_nodes + len(frontier), max_edges=left_edges
         )
+        sub = self.store.neighbourhood(frontier, 1, left)
         self.nodes.update(n.id for n in sub.nodes)
         self.edges += len(sub.edges)
         self.truncated |= sub.truncated

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from talent_core.embedding import normalise_rows
+from talent_core.embedding import Embedder, normalise_rows
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +56,15 @@ class QuestionEncoding:
     tokens: np.ndarray  # (T, d) normalised token vectors of the relation text (T >= 1)
 
 
-def encode_question(embedder, question: str, relation_text: str | None = None) -> QuestionEncoding:
+def encode_question(
+    embedder: Embedder, question: str, relation_text: str | None = None
+) -> QuestionEncoding:
     """One forward pass for [question, relation_text]: the question's sentence vector and
-    the relation text's contextual token vectors (special tokens dropped).
-
-    Embedders without token outputs (anything but a sentence-transformers model, e.g. a
-    test double with only `encode`) fall back to the relation text's sentence vector as its
-    single "token"."""
+    the relation text's contextual token vectors (special tokens dropped; embedders without
+    token outputs give the sentence vector as the one token, `embedding.SentenceTokens`)."""
     rel_text = relation_text if relation_text else question
-    encode_tokens = getattr(embedder, "encode_tokens", None)
-    if encode_tokens is not None:
-        (vec, _), (_, tokens) = encode_tokens([question, rel_text])
-        return QuestionEncoding(vector=vec, tokens=tokens)
-    vecs = np.asarray(embedder.encode([question, rel_text]), dtype=np.float32)
-    return QuestionEncoding(vector=normalise_rows(vecs[0]), tokens=normalise_rows(vecs[1:2]))
+    (vec, _), (_, tokens) = embedder.encode_tokens([question, rel_text])
+    return QuestionEncoding(vector=vec, tokens=tokens)
 
 
 class RelationScorer:
@@ -78,11 +73,10 @@ class RelationScorer:
     _caches: ClassVar[dict[str, dict[str, np.ndarray]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, embedder):
+    def __init__(self, embedder: Embedder):
         self.embedder = embedder
-        key = str(getattr(embedder, "model_name", id(embedder)))
         with self._lock:
-            self._cache = self._caches.setdefault(key, {})
+            self._cache = self._caches.setdefault(embedder.model_name, {})
 
     def vectors(self, rels: Sequence[str]) -> np.ndarray:
         missing = [r for r in dict.fromkeys(rels) if r not in self._cache]

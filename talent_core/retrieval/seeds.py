@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from talent_core.models import Entity, Seed
+from talent_core.store.base import GraphReader, Vector
 from talent_core.text import normalise_name
 
 log = logging.getLogger(__name__)
@@ -74,17 +75,15 @@ STOPWORDS = frozenset(
         "why",
         "will",
         "with",
-        "film",
-        "films",
-        "movie",
-        "movies",
     ]
-)
+)  # generic English; a dataset's domain words come with its question format (questions.py)
 _EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}"
 MAX_NGRAM = 6
 
 
-def question_spans(question: str, max_n: int = MAX_NGRAM) -> list[tuple[int, int, str]]:
+def question_spans(
+    question: str, max_n: int = MAX_NGRAM, stopwords: Collection[str] = STOPWORDS
+) -> list[tuple[int, int, str]]:
     """(start, end, text) word spans, longest first; each span also as a cleaned variant."""
     words = question.split()
     out: list[tuple[int, int, str]] = []
@@ -98,21 +97,26 @@ def question_spans(question: str, max_n: int = MAX_NGRAM) -> list[tuple[int, int
             for v in variants:
                 if not v:
                     continue
-                if n == 1 and (v.lower() in STOPWORDS or len(v) < 3):
+                if n == 1 and (v.lower() in stopwords or len(v) < 3):
                     continue
                 out.append((i, i + n, v))
     return out
 
 
-def name_matches(question: str, store, max_n: int = MAX_NGRAM) -> list[Entity]:
+def name_matches(question: str, store: GraphReader, max_n: int = MAX_NGRAM) -> list[Entity]:
     """Entities whose normalised name equals a question span; longest spans win, spans do
     not overlap. One `entities_by_name` call."""
     return [e for e, _ in name_match_spans(question, store, max_n)]
 
 
-def name_match_spans(question: str, store, max_n: int = MAX_NGRAM) -> list[tuple[Entity, int]]:
+def name_match_spans(
+    question: str,
+    store: GraphReader,
+    max_n: int = MAX_NGRAM,
+    stopwords: Collection[str] = STOPWORDS,
+) -> list[tuple[Entity, int]]:
     """`name_matches` with the number of words of the span each entity matched."""
-    spans = question_spans(question, max_n)
+    spans = question_spans(question, max_n, stopwords)
     if not spans:
         return []
     found = store.entities_by_name(sorted({s for _, _, s in spans}))
@@ -134,7 +138,7 @@ def name_match_spans(question: str, store, max_n: int = MAX_NGRAM) -> list[tuple
     return out
 
 
-def resolve_topic(store, topic: Sequence[str]) -> list[Entity]:
+def resolve_topic(store: GraphReader, topic: Sequence[str]) -> list[Entity]:
     names = [t for t in topic if t and t.strip()]
     if not names:
         return []
@@ -181,19 +185,23 @@ class SeedSet:
 
 def text_seeds(
     question: str,
-    store,
+    store: GraphReader,
     topic_entities: Sequence[str] | None = None,
     *,
     name_match: bool = True,
     fulltext_k: int = 3,
     anchors_from_fulltext: int = 1,
+    stopwords: Collection[str] = (),
 ) -> SeedSet:
-    """Topic, name and (fallback) fulltext seeds: everything that needs no embedding."""
+    """Topic, name and (fallback) fulltext seeds: everything that needs no embedding.
+    `stopwords`: a dataset's words, besides the generic STOPWORDS, that one-word spans
+    never match."""
     seeds = SeedSet()
     topic = resolve_topic(store, topic_entities or [])
     for e in topic:
         seeds.add(e, "topic", 1.0)
-    spans = name_match_spans(question, store) if name_match else []
+    words = STOPWORDS | {w.lower() for w in stopwords}
+    spans = name_match_spans(question, store, stopwords=words) if name_match else []
     for e, _ in spans:
         seeds.add(e, "name", 1.0)
     if topic:
@@ -212,7 +220,9 @@ def text_seeds(
     return seeds
 
 
-def add_vector_seeds(seeds: SeedSet, store, vector, k_seed: int, vector_anchors: int = 1) -> None:
+def add_vector_seeds(
+    seeds: SeedSet, store: GraphReader, vector: Vector, k_seed: int, vector_anchors: int = 1
+) -> None:
     """Top-k_seed vector hits (recorded); they anchor only when nothing else did."""
     if k_seed <= 0:
         return

@@ -1,9 +1,10 @@
-"""Graph stores behind one Protocol: embedded FalkorDB (default) and Neo4j (production)."""
+"""Graph stores behind one contract (base.py): embedded FalkorDB (default), Neo4j
+(production) and the in-memory reference store (memory.py, read side)."""
 
 from __future__ import annotations
 
 from talent_core.config import Settings, get_settings
-from talent_core.store.base import GraphStore
+from talent_core.store.base import ExpansionCaps, GraphReader, GraphStore, GraphWriter
 
 
 def open_store(settings: Settings | None = None) -> GraphStore:
@@ -18,4 +19,4 @@ def open_store(settings: Settings | None = None) -> GraphStore:
     return FalkorDBStore.from_settings(settings)
 
 
-__all__ = ["GraphStore", "open_store"]
+__all__ = ["ExpansionCaps", "GraphReader", "GraphStore", "GraphWriter", "open_store"]

@@ -1,4 +1,4 @@
-"""Helpers shared by the two GraphStore implementations (pure, no Cypher)."""
+"""Helpers shared by the store implementations (pure, no Cypher)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,15 @@ from talent_core.store.base import Vector
 from talent_core.text import key_problem
 
 
+def spans(n: int, size: int) -> Iterator[slice]:
+    """Slices of at most `size` items covering range(n)."""
+    for i in range(0, n, size):
+        yield slice(i, i + size)
+
+
 def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
+    for part in spans(len(seq), size):
+        yield seq[part]
 
 
 def query_vector(vector: Vector) -> list[float]:

@@ -1,6 +1,7 @@
-"""The GraphStore Protocol: what the pipeline and loaders need from a graph database.
+"""The store contract: `GraphReader` (what retrieval and the pipeline read), `GraphWriter`
+(what loaders and the CLI write and administer), `GraphStore` = both.
 
-Data model (both stores):
+Data model (every store):
   (:Entity {id, name, name_lc, embedding})   id = the loader's key (the name for Freebase /
                                               MetaQA, the IRI for N-Triples); unique.
   (:Relation {name, embedding})               catalogue: each relation text embedded once.
@@ -11,7 +12,7 @@ Data model (both stores):
                                               string-built Cypher or APOC), while a property
                                               keeps every statement parameterised and every
                                               neighbourhood query one pattern.
-Similarity scores are cosine similarities (higher is closer) on both stores; FalkorDB's
+Similarity scores are cosine similarities (higher is closer) in every store; FalkorDB's
 cosine distance is converted in its store.
 """
 
@@ -20,36 +21,36 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
 
 Vector = Sequence[float]
 
+MAX_HOPS = 3  # the deepest neighbourhood expansion a store runs
+
+
+def check_hops(hops: int, least: int = 0) -> int:
+    """`hops` if `least <= hops <= MAX_HOPS`, else ValueError."""
+    if not least <= int(hops) <= MAX_HOPS:
+        raise ValueError(f"hops must be between {least} and {MAX_HOPS}, got {hops}")
+    return int(hops)
+
+
+class ExpansionCaps(BaseModel):
+    """Caps of one neighbourhood expansion (`RetrievalConfig.caps()` builds them)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fanout: int = Field(ge=1, description="edges followed per node and hop")
+    max_nodes: int = Field(ge=1, description="total node cap")
+    max_edges: int = Field(ge=0, description="total edge cap")
+
 
 @runtime_checkable
-class GraphStore(Protocol):
-    dialect: str  # "neo4j" or "falkordb"
+class GraphReader(Protocol):
+    dialect: str  # "neo4j", "falkordb" or "memory"
 
-    # --- schema ------------------------------------------------------------------------
-    def ensure_schema(self, dimension: int) -> None:
-        """Constraints, name index, fulltext index, vector indexes (idempotent)."""
-
-    # --- writes (batched, idempotent: MERGE on keys) -----------------------------------
-    def upsert_entities(self, rows: Sequence[tuple[str, str, Vector]]) -> None:
-        """(id, name, embedding) rows."""
-
-    def upsert_relations(self, rows: Sequence[tuple[str, Vector]]) -> None:
-        """(name, embedding) rows of the relation catalogue."""
-
-    def upsert_triples(self, edges: Sequence[Edge]) -> None:
-        """Edges between entities that already exist (upsert entities first)."""
-
-    def existing_entities(self, ids: Sequence[str]) -> set[str]:
-        """The ids among `ids` already stored WITH an embedding."""
-
-    def existing_relations(self, names: Sequence[str]) -> set[str]:
-        """The relation names among `names` already in the catalogue with an embedding."""
-
-    # --- reads ---------------------------------------------------------------------------
     def top_entities(self, vector: Vector, k: int) -> list[ScoredEntity]:
         """Vector top-k over entity embeddings, best first."""
 
@@ -65,16 +66,8 @@ class GraphStore(Protocol):
     def search_names(self, text: str, k: int) -> list[Entity]:
         """Fulltext search over entity names, best first."""
 
-    def neighbourhood(
-        self,
-        seed_ids: Sequence[str],
-        hops: int = 2,
-        fanout: int = 50,
-        max_nodes: int = 2000,
-        max_edges: int = 5000,
-    ) -> Subgraph:
-        """Undirected n-hop expansion; at most `fanout` edges followed per node and hop,
-        at most `max_nodes`/`max_edges` in total; `truncated` says when a cap cut."""
+    def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
+        """Undirected n-hop expansion within `caps`; `truncated` says when a cap cut."""
 
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         """Cosine similarity of `vector` to each stored entity embedding."""
@@ -84,7 +77,38 @@ class GraphStore(Protocol):
 
     def stats(self) -> StoreStats: ...
 
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class GraphWriter(Protocol):
+    def ensure_schema(self, dimension: int) -> None:
+        """Constraints, name index, fulltext index, vector indexes (idempotent)."""
+
+    # batched, idempotent: MERGE on keys
+    def upsert_entities(self, rows: Sequence[tuple[str, str, Vector | None]]) -> None:
+        """(id, name, embedding) rows."""
+
+    def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
+        """(name, embedding) rows of the relation catalogue."""
+
+    def upsert_triples(self, edges: Sequence[Edge]) -> None:
+        """Edges between entities that already exist (upsert entities first)."""
+
+    def existing_entities(self, ids: Sequence[str]) -> set[str]:
+        """The ids among `ids` already stored WITH an embedding."""
+
+    def existing_relations(self, names: Sequence[str]) -> set[str]:
+        """The relation names among `names` already in the catalogue with an embedding."""
+
+    def stats(self) -> StoreStats: ...
+
     def clear(self) -> None:
         """Delete every node, relationship and index of this graph."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class GraphStore(GraphReader, GraphWriter, Protocol):
+    """A store both sides use: the FalkorDB and Neo4j stores."""

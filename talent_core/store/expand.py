@@ -1,4 +1,4 @@
-"""Store-independent n-hop expansion: both stores fetch one hop per query, this assembles.
+"""Store-independent n-hop expansion: every store fetches one hop per call, this assembles.
 
 The database does the heavy part of each hop (for every frontier node, the `fanout + 1`
 smallest incident edges by the stable key (neighbour id, relation, direction), chosen with a
@@ -15,38 +15,24 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 from talent_core.models import Edge, Entity, Subgraph
+from talent_core.store.base import ExpansionCaps, check_hops
 
 # (frontier id, stored direction is frontier -> neighbour, relation, neighbour id, its name)
 HopRow = tuple[str, bool, str, str, str]
 FetchHop = Callable[[list[str], int], Iterable[HopRow]]
 
-MAX_HOPS = 3
-
-
-def validate_caps(hops: int, fanout: int, max_nodes: int, max_edges: int) -> None:
-    if not 0 <= hops <= MAX_HOPS:
-        raise ValueError(f"hops must be between 0 and {MAX_HOPS}, got {hops}")
-    if fanout < 1:
-        raise ValueError(f"fanout must be >= 1, got {fanout}")
-    if max_nodes < 1 or max_edges < 0:
-        raise ValueError(f"need max_nodes >= 1 and max_edges >= 0, got {max_nodes}/{max_edges}")
-
 
 def expand(
-    seeds: Sequence[Entity],
-    fetch_hop: FetchHop,
-    hops: int,
-    fanout: int,
-    max_nodes: int,
-    max_edges: int,
+    seeds: Sequence[Entity], fetch_hop: FetchHop, hops: int, caps: ExpansionCaps
 ) -> Subgraph:
-    """Breadth-first expansion from `seeds` (entities known to exist).
+    """Breadth-first expansion from `seeds` (entities known to exist; none: an empty graph).
 
     `fetch_hop(frontier_ids, limit)` returns, for each frontier id, up to `limit` incident
     edges. At most `fanout` of them are followed per node and hop (edges back to known nodes
     count too); a node is added only with the edge that reaches it, so every edge's endpoints
     are in `nodes`. `truncated` is True whenever a cap left out something that existed."""
-    validate_caps(hops, fanout, max_nodes, max_edges)
+    check_hops(hops)
+    fanout, max_nodes, max_edges = caps.fanout, caps.max_nodes, caps.max_edges
     nodes: dict[str, str] = {}
     truncated = False
     for e in sorted({e.id: e for e in seeds}.values(), key=lambda e: e.id):

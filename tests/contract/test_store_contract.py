@@ -1,5 +1,6 @@
-"""One contract suite for every GraphStore: the embedded FalkorDB always, Neo4j when NEO4J_URI
-is set (see tests/conftest.py). Embedded-only durability tests are at the end."""
+"""One contract suite for every store: the embedded FalkorDB always, Neo4j when NEO4J_URI is
+set (see tests/conftest.py); the read half (`read_store`) runs on the in-memory store too.
+Embedded-only durability tests are at the end."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import numpy as np
 import pytest
 
 from talent_core.models import Edge, Subgraph
-from talent_core.store.base import GraphStore
+from talent_core.store.base import ExpansionCaps, GraphReader, GraphStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -79,6 +80,19 @@ def load_nb(store: GraphStore, reverse: bool = False) -> None:
     store.upsert_triples([Edge(src=h, rel=r, dst=t) for h, r, t in triples])
 
 
+def nb(
+    store: GraphReader,
+    seed_ids: list[str],
+    hops: int = 2,
+    fanout: int = 50,
+    max_nodes: int = 2000,
+    max_edges: int = 5000,
+) -> Subgraph:
+    """`store.neighbourhood` with this suite's caps."""
+    caps = ExpansionCaps(fanout=fanout, max_nodes=max_nodes, max_edges=max_edges)
+    return store.neighbourhood(seed_ids, hops, caps)
+
+
 def edge_set(sg: Subgraph) -> set[tuple[str, str, str]]:
     return {(e.src, e.rel, e.dst) for e in sg.edges}
 
@@ -100,9 +114,10 @@ def counts(store: GraphStore) -> tuple[int, int, int, int]:
 # --- schema ---------------------------------------------------------------------------------
 
 
-def test_protocol_and_dialect(graph_store):
-    assert isinstance(graph_store, GraphStore)
-    assert graph_store.dialect in ("falkordb", "neo4j")
+def test_protocol_and_dialect(read_store):
+    assert isinstance(read_store, GraphReader)
+    assert read_store.dialect in ("falkordb", "neo4j", "memory")
+    assert isinstance(read_store, GraphStore) == (read_store.dialect != "memory")
 
 
 def test_schema_is_idempotent(graph_store):
@@ -119,11 +134,11 @@ def test_schema_refuses_another_dimension(graph_store):
         graph_store.ensure_schema(16)
 
 
-def test_empty_store(graph_store):
-    assert counts(graph_store) == (0, 0, 0, 0)
-    assert graph_store.top_entities(one_hot(0), 5) == []
-    assert graph_store.entities_by_name(["x"]) == []
-    assert graph_store.neighbourhood(["x"]) == Subgraph()
+def test_empty_store(read_store):
+    assert counts(read_store) == (0, 0, 0, 0)
+    assert read_store.top_entities(one_hot(0), 5) == []
+    assert read_store.entities_by_name(["x"]) == []
+    assert nb(read_store, ["x"]) == Subgraph()
 
 
 # --- writes ---------------------------------------------------------------------------------
@@ -201,8 +216,8 @@ def test_bad_embeddings_are_refused(graph_store):
 # --- vector top-k ---------------------------------------------------------------------------
 
 
-def test_top_entities_order_and_scores(graph_store):
-    graph_store.upsert_entities(
+def test_top_entities_order_and_scores(read_store):
+    read_store.upsert_entities(
         [
             ("same", "Same", one_hot(0)),
             ("near", "Near", [0.9, 0.1, 0, 0, 0, 0, 0, 0]),
@@ -210,77 +225,77 @@ def test_top_entities_order_and_scores(graph_store):
             ("opp", "Opposite", [-1.0, 0, 0, 0, 0, 0, 0, 0]),
         ]
     )
-    res = graph_store.top_entities(one_hot(0), 4)
+    res = read_store.top_entities(one_hot(0), 4)
     assert [r.entity.id for r in res] == ["same", "near", "orth", "opp"]
     assert res[0].entity.name == "Same"
     expected = [1.0, 0.9 / math.hypot(0.9, 0.1), 0.0, -1.0]
     for r, want in zip(res, expected):
         assert r.score == pytest.approx(want, abs=1e-4)
     # the query vector's scale does not matter (cosine)
-    assert graph_store.top_entities([5.0] + [0.0] * 7, 1)[0].entity.id == "same"
-    assert len(graph_store.top_entities(one_hot(0), 2)) == 2
-    assert graph_store.top_entities(one_hot(0), 0) == []
+    assert read_store.top_entities([5.0] + [0.0] * 7, 1)[0].entity.id == "same"
+    assert len(read_store.top_entities(one_hot(0), 2)) == 2
+    assert read_store.top_entities(one_hot(0), 0) == []
 
 
-def test_top_relations_order_and_scores(graph_store):
-    graph_store.upsert_relations([(r, one_hot(k)) for k, r in enumerate(FB_RELS)])
-    res = graph_store.top_relations(one_hot(1), 3)
+def test_top_relations_order_and_scores(read_store):
+    read_store.upsert_relations([(r, one_hot(k)) for k, r in enumerate(FB_RELS)])
+    res = read_store.top_relations(one_hot(1), 3)
     assert res[0].name == "people.person.place_of_birth"
     assert res[0].score == pytest.approx(1.0, abs=1e-4)
     assert [r.score for r in res] == sorted((r.score for r in res), reverse=True)
     assert all(r.score == pytest.approx(0.0, abs=1e-4) for r in res[1:])
 
 
-def test_vector_index_finds_each_of_many(graph_store):
+def test_vector_index_finds_each_of_many(read_store):
     ids = [f"n{i}" for i in range(200)]
-    graph_store.upsert_entities([(i, i, fake_vector(i)) for i in ids])
+    read_store.upsert_entities([(i, i, fake_vector(i)) for i in ids])
     for i in ids[::7]:
-        top = graph_store.top_entities(fake_vector(i), 3)
+        top = read_store.top_entities(fake_vector(i), 3)
         assert top[0].entity.id == i and top[0].score == pytest.approx(1.0, abs=1e-4)
 
 
-def test_similarities_are_computed_in_the_store(graph_store):
-    load_people(graph_store)
+def test_similarities_are_computed_in_the_store(read_store):
+    load_people(read_store)
     q = [0.6, 0.8, 0, 0, 0, 0, 0, 0]
-    sims = graph_store.entity_similarity(["m.0abc", "m.0def", "m.0jkl", "nope"], q)
+    sims = read_store.entity_similarity(["m.0abc", "m.0def", "m.0jkl", "nope"], q)
     assert set(sims) == {"m.0abc", "m.0def", "m.0jkl"}
     assert sims["m.0abc"] == pytest.approx(0.6, abs=1e-4)
     assert sims["m.0def"] == pytest.approx(0.8, abs=1e-4)
     assert sims["m.0jkl"] == pytest.approx(0.0, abs=1e-4)
-    rs = graph_store.relation_similarity(["film.film.starring", "film.film.sequel", "x"], q)
+    rs = read_store.relation_similarity(["film.film.starring", "film.film.sequel", "x"], q)
     assert rs == pytest.approx({"film.film.starring": 0.6, "film.film.sequel": 0.0}, abs=1e-4)
-    assert graph_store.entity_similarity([], q) == {}
+    assert read_store.entity_similarity([], q) == {}
 
 
 # --- names ----------------------------------------------------------------------------------
 
 
-def test_entities_by_name_is_case_and_space_insensitive(graph_store):
-    load_people(graph_store)
-    got = graph_store.entities_by_name(["  KEANU reeves "])
+def test_entities_by_name_is_case_and_space_insensitive(read_store):
+    load_people(read_store)
+    got = read_store.entities_by_name(["  KEANU reeves "])
     assert sorted(e.id for e in got) == ["m.0abc", "m.0mno"]
-    got = graph_store.entities_by_name(["the\tmatrix", "beirut", "unknown"])
+    got = read_store.entities_by_name(["the\tmatrix", "beirut", "unknown"])
     assert [e.id for e in got] == ["m.0def", "m.0jkl"]  # in the order asked
-    assert graph_store.entities_by_name([]) == []
+    assert read_store.entities_by_name([]) == []
 
 
-def test_entities_by_id(graph_store):
-    load_people(graph_store)
-    got = graph_store.entities_by_id(["m.0jkl", "missing", "m.0abc", "m.0jkl"])
+def test_entities_by_id(read_store):
+    load_people(read_store)
+    got = read_store.entities_by_id(["m.0jkl", "missing", "m.0abc", "m.0jkl"])
     assert [(e.id, e.name) for e in got] == [("m.0jkl", "Beirut"), ("m.0abc", "Keanu Reeves")]
 
 
-def test_search_names(graph_store):
-    load_people(graph_store)
-    got = graph_store.search_names("matrix", 5)
+def test_search_names(read_store):
+    load_people(read_store)
+    got = read_store.search_names("matrix", 5)
     assert [e.id for e in got] == ["m.0def", "m.0ghi"]  # equal scores: shorter name first
-    assert [e.id for e in graph_store.search_names("Matrix (Reloaded)", 1)] == ["m.0ghi"]
-    assert len(graph_store.search_names("the matrix", 1)) == 1
-    assert graph_store.search_names("zzzqqq", 5) == []
+    assert [e.id for e in read_store.search_names("Matrix (Reloaded)", 1)] == ["m.0ghi"]
+    assert len(read_store.search_names("the matrix", 1)) == 1
+    assert read_store.search_names("zzzqqq", 5) == []
     # query syntax in user text is inert
     for text in ['x"}) DETACH DELETE n //', "*", "AND OR NOT", "a:b (c) [d] ~e^2 \\", ""]:
-        graph_store.search_names(text, 5)
-    assert counts(graph_store)[0] == 5
+        read_store.search_names(text, 5)
+    assert counts(read_store)[0] == 5
 
 
 # --- Freebase shapes and hostile text ---------------------------------------------------
@@ -288,7 +303,7 @@ def test_search_names(graph_store):
 
 def test_freebase_ids_and_dotted_relations_round_trip(graph_store):
     load_people(graph_store)
-    sg = graph_store.neighbourhood(["m.0abc"], hops=1)
+    sg = nb(graph_store, ["m.0abc"], hops=1)
     assert edge_set(sg) == {
         ("m.0def", "film.film.starring", "m.0abc"),
         ("m.0ghi", "film.film.starring", "m.0abc"),
@@ -324,20 +339,20 @@ def test_hostile_and_unicode_text_is_stored_verbatim(graph_store):
     graph_store.upsert_entities(rows)  # MERGE finds every one of them again
     graph_store.upsert_relations([(t, fake_vector(t)) for t in HOSTILE])
     assert counts(graph_store) == (n, n, n - 1, n)
-    sg = graph_store.neighbourhood([HOSTILE[0]], hops=3)
+    sg = nb(graph_store, [HOSTILE[0]], hops=3)
     assert {e.rel for e in sg.edges} == set(HOSTILE[:3])
     assert graph_store.top_relations(fake_vector(HOSTILE[4]), 1)[0].name == HOSTILE[4]
     assert set(graph_store.existing_relations(HOSTILE)) == set(HOSTILE)
 
 
-def test_names_may_have_any_spacing(graph_store):
-    graph_store.upsert_entities([("a", "  Padded  Name\n", one_hot(0)), ("b", "", one_hot(1))])
-    assert [(e.id, e.name) for e in graph_store.entities_by_id(["a", "b"])] == [
+def test_names_may_have_any_spacing(read_store):
+    read_store.upsert_entities([("a", "  Padded  Name\n", one_hot(0)), ("b", "", one_hot(1))])
+    assert [(e.id, e.name) for e in read_store.entities_by_id(["a", "b"])] == [
         ("a", "  Padded  Name\n"),
         ("b", ""),
     ]
-    assert [e.id for e in graph_store.entities_by_name(["padded name"])] == ["a"]
-    assert graph_store.entities_by_name(["", "  "]) == []  # a blank name matches nothing
+    assert [e.id for e in read_store.entities_by_name(["padded name"])] == ["a"]
+    assert read_store.entities_by_name(["", "  "]) == []  # a blank name matches nothing
 
 
 @pytest.mark.parametrize("bad", ["", " lead", "trail ", "\n", "   ", "nul\x00"])
@@ -357,33 +372,33 @@ def test_keys_that_cannot_be_stored_are_refused(graph_store, bad):
 # --- neighbourhood ------------------------------------------------------------------------
 
 
-def test_neighbourhood_hops(graph_store):
-    load_nb(graph_store)
-    one = graph_store.neighbourhood(["b"], hops=1)
+def test_neighbourhood_hops(read_store):
+    load_nb(read_store)
+    one = nb(read_store, ["b"], hops=1)
     assert edge_set(one) == {("a", "r1", "b"), ("b", "r2", "c")}  # both directions, as stored
     assert {n.id: n.name for n in one.nodes} == {"a": "Node a", "b": "Node b", "c": "Node c"}
     assert not one.truncated
-    two = graph_store.neighbourhood(["d"], hops=2)
+    two = nb(read_store, ["d"], hops=2)
     assert edge_set(two) == {("c", "r3", "d"), ("d", "r4", "e"), ("b", "r2", "c"), ("c", "r6", "a")}
     assert not two.truncated
-    three = graph_store.neighbourhood(["e"], hops=3)
+    three = nb(read_store, ["e"], hops=3)
     assert three.node_ids() == {"e", "d", "c", "b", "a"}
     # the nodes reached by the last hop are not expanded: a-b joins two of them, not followed
     assert ("a", "r1", "b") not in edge_set(three) and not three.truncated
     assert "H" not in three.node_ids()
     for sg in (one, two, three):
         assert_consistent(sg)
-    zero = graph_store.neighbourhood(["e"], hops=0)
+    zero = nb(read_store, ["e"], hops=0)
     assert zero.node_ids() == {"e"} and zero.edges == []
     with pytest.raises(ValueError):
-        graph_store.neighbourhood(["e"], hops=4)
+        nb(read_store, ["e"], hops=4)
 
 
-def test_neighbourhood_fanout_cap(graph_store):
-    load_nb(graph_store)
-    full = graph_store.neighbourhood(["H"], hops=1, fanout=50)
+def test_neighbourhood_fanout_cap(read_store):
+    load_nb(read_store)
+    full = nb(read_store, ["H"], hops=1, fanout=50)
     assert len(full.edges) == 21 and not full.truncated
-    capped = graph_store.neighbourhood(["H"], hops=1, fanout=5)
+    capped = nb(read_store, ["H"], hops=1, fanout=5)
     assert capped.truncated
     assert len(capped.edges) == 5
     # the choice is by a stable key (neighbour id), not by load order
@@ -392,48 +407,48 @@ def test_neighbourhood_fanout_cap(graph_store):
     }
     assert_consistent(capped)
     # the cap applies per node and hop: from a, H is reached, then H's edges are capped
-    two = graph_store.neighbourhood(["a"], hops=2, fanout=5)
+    two = nb(read_store, ["a"], hops=2, fanout=5)
     assert two.truncated
     assert sum(1 for e in two.edges if "H" in (e.src, e.dst)) <= 5 + 1
     assert_consistent(two)
 
 
-def test_neighbourhood_is_deterministic_and_load_order_independent(graph_store, embedded_store):
-    load_nb(graph_store)
+def test_neighbourhood_is_deterministic_and_load_order_independent(read_store, embedded_store):
+    load_nb(read_store)
     other = embedded_store(8)
     load_nb(other, reverse=True)
     for kwargs in ({"hops": 2, "fanout": 3}, {"hops": 3, "fanout": 2, "max_nodes": 7}):
-        a = graph_store.neighbourhood(["a", "e"], **kwargs)
-        b = graph_store.neighbourhood(["e", "a", "e"], **kwargs)
-        c = other.neighbourhood(["a", "e"], **kwargs)
+        a = nb(read_store, ["a", "e"], **kwargs)
+        b = nb(read_store, ["e", "a", "e"], **kwargs)
+        c = nb(other, ["a", "e"], **kwargs)
         assert a == b == c
         assert a.truncated
 
 
-def test_neighbourhood_total_caps(graph_store):
-    load_nb(graph_store)
-    sg = graph_store.neighbourhood(["a"], hops=2, fanout=50, max_nodes=4)
+def test_neighbourhood_total_caps(read_store):
+    load_nb(read_store)
+    sg = nb(read_store, ["a"], hops=2, fanout=50, max_nodes=4)
     assert len(sg.nodes) == 4 and sg.truncated
     assert_consistent(sg)
-    sg = graph_store.neighbourhood(["a"], hops=2, fanout=50, max_edges=3)
+    sg = nb(read_store, ["a"], hops=2, fanout=50, max_edges=3)
     assert len(sg.edges) == 3 and sg.truncated
     assert_consistent(sg)
-    exact = graph_store.neighbourhood(["b"], hops=1, max_edges=2, max_nodes=3)
+    exact = nb(read_store, ["b"], hops=1, max_edges=2, max_nodes=3)
     assert len(exact.edges) == 2 and not exact.truncated  # caps reached, nothing cut
 
 
-def test_neighbourhood_seeds(graph_store):
-    load_nb(graph_store)
-    assert graph_store.neighbourhood([]) == Subgraph()
-    assert graph_store.neighbourhood(["no-such-id"], hops=2) == Subgraph()
-    mixed = graph_store.neighbourhood(["no-such-id", "e"], hops=1)
+def test_neighbourhood_seeds(read_store):
+    load_nb(read_store)
+    assert nb(read_store, []) == Subgraph()
+    assert nb(read_store, ["no-such-id"], hops=2) == Subgraph()
+    mixed = nb(read_store, ["no-such-id", "e"], hops=1)
     assert mixed.node_ids() == {"e", "d"}
-    multi = graph_store.neighbourhood(["a", "e"], hops=1)
+    multi = nb(read_store, ["a", "e"], hops=1)
     assert {"a", "e", "b", "H", "c", "d"} == multi.node_ids()
     assert_consistent(multi)
     # an isolated entity is its own neighbourhood
-    graph_store.upsert_entities([("alone", "Alone", one_hot(0))])
-    assert graph_store.neighbourhood(["alone"]).node_ids() == {"alone"}
+    read_store.upsert_entities([("alone", "Alone", one_hot(0))])
+    assert nb(read_store, ["alone"]).node_ids() == {"alone"}
 
 
 # --- stats / clear --------------------------------------------------------------------------
@@ -578,7 +593,7 @@ def test_embedded_merge_is_unique_under_concurrent_writers(embedded_store):
 
 
 def test_embedded_start_failure_names_the_log(tmp_path):
-    from talent_core.store.falkordb import EmbeddedServerError
+    from talent_core.store.falkordb_server import EmbeddedServerError
 
     d = tmp_path / "data"
     (d / "appendonlydir").mkdir(parents=True)

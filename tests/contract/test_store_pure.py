@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from talent_core.models import Entity
+from talent_core.store.base import ExpansionCaps
 from talent_core.store.expand import expand
 from talent_core.text import (
     key_problem,
@@ -83,13 +84,17 @@ class Fetcher:
         return out
 
 
+def caps(fanout: int, max_nodes: int, max_edges: int) -> ExpansionCaps:
+    return ExpansionCaps(fanout=fanout, max_nodes=max_nodes, max_edges=max_edges)
+
+
 def seeds(*ids):
     return [Entity(id=i, name=i.upper()) for i in ids]
 
 
 def test_expand_hops_and_limits():
     f = Fetcher(TRIPLES)
-    sg = expand(seeds("s"), f, hops=2, fanout=50, max_nodes=100, max_edges=100)
+    sg = expand(seeds("s"), f, hops=2, caps=caps(50, 100, 100))
     assert not sg.truncated
     assert sg.node_ids() == {"s", "t", "y"} | {f"x{i}" for i in range(6)}
     assert {(e.src, e.rel, e.dst) for e in sg.edges} == set(TRIPLES) - {("y", "q", "z")}
@@ -99,32 +104,32 @@ def test_expand_hops_and_limits():
 
 
 def test_expand_fanout_cut_is_by_key_and_flagged():
-    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=1, fanout=3, max_nodes=100, max_edges=100)
+    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=1, caps=caps(3, 100, 100))
     assert sg.truncated
     # the 3 smallest by neighbour id ("t" < "x0" < "x1"), whatever order the rows came in
     assert {(e.src, e.dst) for e in sg.edges} == {("t", "s"), ("s", "x0"), ("s", "x1")}
 
 
 def test_expand_exact_fit_is_not_truncated():
-    sg = expand(seeds("y"), Fetcher(TRIPLES), hops=1, fanout=2, max_nodes=3, max_edges=2)
+    sg = expand(seeds("y"), Fetcher(TRIPLES), hops=1, caps=caps(2, 3, 2))
     assert not sg.truncated and len(sg.edges) == 2 and len(sg.nodes) == 3
 
 
 def test_expand_total_caps():
-    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=2, fanout=50, max_nodes=4, max_edges=100)
+    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=2, caps=caps(50, 4, 100))
     assert sg.truncated and len(sg.nodes) == 4
-    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=2, fanout=50, max_nodes=100, max_edges=2)
+    sg = expand(seeds("s"), Fetcher(TRIPLES), hops=2, caps=caps(50, 100, 2))
     assert sg.truncated and len(sg.edges) == 2
     for e in sg.edges:
         assert {e.src, e.dst} <= sg.node_ids()
-    many = expand(seeds("b", "a", "c"), Fetcher([]), hops=1, fanout=5, max_nodes=2, max_edges=5)
+    many = expand(seeds("b", "a", "c"), Fetcher([]), hops=1, caps=caps(5, 2, 5))
     assert many.truncated and [n.id for n in many.nodes] == ["a", "b"]
 
 
 def test_expand_order_independent():
-    a = expand(seeds("y", "s"), Fetcher(TRIPLES), hops=2, fanout=2, max_nodes=6, max_edges=9)
+    a = expand(seeds("y", "s"), Fetcher(TRIPLES), hops=2, caps=caps(2, 6, 9))
     b = expand(
-        seeds("s", "y", "s"), Fetcher(TRIPLES[::-1]), hops=2, fanout=2, max_nodes=6, max_edges=9
+        seeds("s", "y", "s"), Fetcher(TRIPLES[::-1]), hops=2, caps=caps(2, 6, 9)
     )
     assert a == b
 
@@ -135,7 +140,7 @@ def test_expand_order_independent():
 def test_expand_rejects_bad_caps(kwargs):
     args = {"hops": 1, "fanout": 5, "max_nodes": 10, "max_edges": 10} | kwargs
     with pytest.raises(ValueError):
-        expand(seeds("s"), Fetcher(TRIPLES), **args)
+        expand(seeds("s"), Fetcher(TRIPLES), args.pop("hops"), ExpansionCaps(**args))
 
 
 # --- Neo4j glue without a server --------------------------------------------------------
@@ -219,7 +224,7 @@ def test_neo4j_store_sends_file_statements_with_all_parameters():
     s.entities_by_name(["A"])
     s.entities_by_id(["a"])
     s.search_names("the matrix", 3)
-    s.neighbourhood(["a"], hops=2)
+    s.neighbourhood(["a"], 2, caps(50, 2000, 5000))
     s.entity_similarity(["a"], v)
     s.relation_similarity(["r"], v)
     assert s.stats().triples == 0

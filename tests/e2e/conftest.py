@@ -16,7 +16,8 @@ def toy_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     """TALENT_* variables of a data dir holding the toy MetaQA KG (real embeddings)."""
     from loaders.api import load_path
     from talent_core.config import Settings
-    from talent_core.store.falkordb import EmbeddedServer, FalkorDBStore
+    from talent_core.store.falkordb import FalkorDBStore
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     data = tmp_path_factory.mktemp("e2e")
     env = {"TALENT_DATA_DIR": str(data), "TALENT_STORE": "embedded",

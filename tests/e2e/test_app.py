@@ -42,8 +42,9 @@ def test_app_empty_question_does_nothing(use_toy):
 def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     """Full mode, ranked decoding, no adapters for the (tiny) base model: the page says the
     frozen model answers, and the answers are KG nodes of S with their scores."""
+    from tiny_llm import tiny_llama
+
     from talent_core.config import get_settings
-    from talent_core.llm.testing import tiny_llama
 
     monkeypatch.setenv("TALENT_BASE_MODEL", str(tiny_llama(tmp_path / "tiny")))
     get_settings.cache_clear()
@@ -57,3 +58,21 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     candidates = set(at.dataframe[1].value["name"])
     assert set(ranked["answer"]) <= candidates and ranked["chosen"].iloc[0]
     assert any("ranked decoding" in c.value for c in at.caption)
+
+
+def test_app_refuses_a_bad_retrieval_setting(use_toy, monkeypatch):
+    """A slider value the model does not accept (here: the UI's bound drifted from the
+    RetrievalConfig field's) is refused with the Pipeline's message naming the setting."""
+    import talent_core.retrieval.config as rc
+
+    real = rc.field_bounds
+    monkeypatch.setattr(rc, "field_bounds", lambda n: (1, 5) if n == "hops" else real(n))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.sidebar.slider[1].set_value(5)  # [0] is k
+    at.text_input(key="question").input("who directed [Gravity]")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("hops" in e.value and "less than or equal to 3" in e.value for e in at.error)
+    assert not at.dataframe  # nothing retrieved

@@ -73,7 +73,7 @@ def test_eval_retrieval_mode(use_toy):
 
 
 def test_ask_json_with_tiny_model(use_toy, tmp_path):
-    from talent_core.llm.testing import tiny_llama
+    from tiny_llm import tiny_llama
 
     model = tiny_llama(tmp_path / "tiny")
     r = run("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
@@ -93,7 +93,7 @@ def test_ask_json_with_tiny_model(use_toy, tmp_path):
 
 
 def test_ask_ranked_answers_are_kg_nodes_with_kg_casing(use_toy, tmp_path):
-    from talent_core.llm.testing import tiny_llama
+    from tiny_llm import tiny_llama
 
     model = tiny_llama(tmp_path / "tiny")
     r = run("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
@@ -123,7 +123,8 @@ def test_ask_rejects_missing_adapter_dir(use_toy, tmp_path):
 
 @pytest.mark.parametrize("mode", ["no-retriever"])
 def test_pipeline_no_retriever_has_no_selection(use_toy, tmp_path, mode):
-    from talent_core.llm.testing import tiny_llama
+    from tiny_llm import tiny_llama
+
     from talent_core.pipeline import Pipeline
 
     pipe = Pipeline(base_model=str(tiny_llama(tmp_path / "tiny")))

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tiny_llm import sample_candidate
 
 from talent_core.config import Settings
-from talent_core.llm.testing import sample_candidate
 from talent_core.models import Candidate
 
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from talent_core.llm.testing import tiny_llama
+    from tiny_llm import tiny_llama
 
     return tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama")
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from tiny_llm import sample_candidate
 from typer.testing import CliRunner
 
 from talent_core.llm.cli import annotate_explagraphs, train_generator, train_retriever
@@ -16,8 +17,7 @@ from talent_core.llm.explagraphs import (
     to_candidate,
     to_example,
 )
-from talent_core.llm.infer import Generation, LoadedLM
-from talent_core.llm.testing import sample_candidate
+from talent_core.llm.lm import Generation, LoadedLM
 
 TSV = (
     "arg1\targ2\tlabel\tgraph\n"

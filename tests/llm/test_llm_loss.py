@@ -9,8 +9,8 @@ from talent_core.llm.features import encode_weighted, generator_features, retrie
 from talent_core.llm.loss import align_weights, sequence_loss, weighted_nll
 from talent_core.llm.prompts import retriever_prompt
 from talent_core.llm.targets import join_names, retriever_target
+from talent_core.llm.textualise import textualise
 from talent_core.models import Candidate, CandidateNode
-from talent_core.retrieval.textualise import textualise
 
 LAM = 0.01
 

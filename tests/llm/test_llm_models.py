@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_llm import tiny_llama
 
 from talent_core.llm import models as llm_models
 from talent_core.llm.models import (
@@ -19,7 +20,6 @@ from talent_core.llm.models import (
     resolve_base_model,
     save_adapter,
 )
-from talent_core.llm.testing import tiny_llama
 
 
 def _perturbed_lora(tiny_dir: Path, settings, targets: str = "q_proj,v_proj"):

@@ -12,8 +12,8 @@ from talent_core.llm.prompts import (
     retriever_prompt,
 )
 from talent_core.llm.targets import generator_target, retriever_target
+from talent_core.llm.textualise import textualise
 from talent_core.models import OutOfCandidate, Selection
-from talent_core.retrieval.textualise import textualise
 
 
 def test_retriever_prompt_uses_chat_template(tiny_tok, candidate) -> None:

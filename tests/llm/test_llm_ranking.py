@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from talent_core.llm.infer import LoadedLM, RetrieverModel, load_models
+from talent_core.llm.lm import LoadedLM, load_models
 from talent_core.llm.ranking import Scored, score_continuations, select_top
+from talent_core.llm.retriever import RetrieverModel
 
 
 def _brute_force(model, prompt_ids: list[int], cont: list[int], ends: list[int]) -> float:
@@ -100,6 +101,7 @@ def test_tune_curve_and_choices() -> None:
 def test_cli_tune_ranking_writes_metadata(tiny_dir, tmp_path) -> None:
     import json
 
+    from tiny_llm import sample_candidate
     from typer.testing import CliRunner
 
     from talent_core.cli import app
@@ -112,7 +114,6 @@ def test_cli_tune_ranking_writes_metadata(tiny_dir, tmp_path) -> None:
         read_meta,
         save_adapter,
     )
-    from talent_core.llm.testing import sample_candidate
 
     dirs = {}
     for kind in ("retriever", "generator"):

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
+from tiny_llm import sample_candidate
 
 from talent_core.llm.data import TrainingExample, read_examples, write_examples
 from talent_core.llm.models import read_meta
-from talent_core.llm.testing import sample_candidate
-from talent_core.llm.train import ResumeMismatch, TrainConfig, train_generator, train_retriever
+from talent_core.llm.train import train_generator, train_retriever
+from talent_core.llm.trainer import ResumeMismatch, TrainConfig
 
 
 def _examples(n: int = 3) -> list[TrainingExample]:

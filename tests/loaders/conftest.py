@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hash_embedder import HashEmbedder
 from loader_helpers import SHARED, FakeStore
-
-from talent_core.embedding import HashEmbedder
 
 
 @pytest.fixture

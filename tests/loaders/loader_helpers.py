@@ -86,6 +86,10 @@ class FakeStore:
         pass
 
 
+# the loaders' CLI in a subprocess, with the TEST-ONLY hash embedder selectable
+CLI = [sys.executable, str(REPO / "tests" / "hash_cli.py"), "loaders.cli"]
+
+
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -100,7 +104,7 @@ def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 def run_cli(args: list[str], data_dir: Path, timeout: float = 120, **extra: str):
     return subprocess.run(
-        [sys.executable, "-m", "loaders.cli", *args],
+        [*CLI, *args],
         cwd=REPO,
         env=cli_env(data_dir, **extra),
         capture_output=True,

@@ -14,14 +14,13 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from loader_helpers import REPO, cli_env, run_cli
+from loader_helpers import CLI, REPO, cli_env, run_cli
 
 COMMITTED = re.compile(r"committed batch (\d+): (\d+) triples \(cumulative\), through (.+):(\d+)$")
 BATCH = 200
@@ -52,7 +51,7 @@ def stats(data_dir: Path) -> dict:
 def running_server(data_dir: Path):
     """Keep the data dir's server up across the CLI runs of a test (as a UI would), so
     each run does not restart it by replaying the AOF."""
-    from talent_core.store.falkordb import EmbeddedServer
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     server = EmbeddedServer.for_dir(data_dir)
     server.ensure_running()
@@ -78,7 +77,7 @@ class Loader:
 
     def __init__(self, kg: Path, data_dir: Path):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loaders.cli", "load", str(kg), "-f", "metaqa",
+            [*CLI, "load", str(kg), "-f", "metaqa",
              "--batch-size", str(BATCH)],
             cwd=REPO, env=cli_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
@@ -162,7 +161,8 @@ def _kill_loader_then_rerun(kg: Path, reference: dict, tmp_path: Path) -> None:
 
 
 def test_kill_store_mid_load_loses_nothing_committed(kg, reference, tmp_path):
-    from talent_core.store.falkordb import EmbeddedServer, FalkorDBStore
+    from talent_core.store.falkordb import FalkorDBStore
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     loader = Loader(kg, tmp_path)  # it starts the server of tmp_path: its child
     server = EmbeddedServer.for_dir(tmp_path)

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES
 
 from loaders.api import load_path
 from talent_core.config import Settings
-from talent_core.embedding import HashEmbedder
+from talent_core.store.base import ExpansionCaps
 
 DIM = 16
+CAPS = ExpansionCaps(fanout=50, max_nodes=2000, max_edges=5000)
 
 
 def load(path, fmt, store, tmp_path: Path, **kw):
@@ -40,7 +42,7 @@ def test_metaqa_fixture_counts_and_reload(embedded_store, tmp_path):
     assert rep2.new_triples == 0 and rep2.new_entities_embedded == 0
     assert rep2.new_relations_embedded == 0
     # the self-loop of the fixture is stored
-    sub = store.neighbourhood(["Malcolm X"], hops=1)
+    sub = store.neighbourhood(["Malcolm X"], 1, CAPS)
     assert any(e.src == e.dst == "Malcolm X" and e.rel == "written_by" for e in sub.edges)
 
 
@@ -57,7 +59,7 @@ def test_rog_cvt_names_and_dotted_relations_round_trip(embedded_store, tmp_path)
     got = store.entities_by_id(cvts)
     assert [(e.id, e.name) for e in got] == [(c, c) for c in cvts]
     # every triple of "who played jack in titanic" is in the store, relation text intact
-    sub = store.neighbourhood(["Titanic"], hops=2, fanout=100)
+    sub = store.neighbourhood(["Titanic"], 2, CAPS.model_copy(update={"fanout": 100}))
     edges = {(e.src, e.rel, e.dst) for e in sub.edges}
     assert ("Titanic", "film.film.starring", "m.0k5s9k") in edges
     assert ("m.0k5s9k", "film.performance.character", "Jack Dawson") in edges

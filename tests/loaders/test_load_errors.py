@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from hash_embedder import HashEmbedder
 from loader_helpers import BAD, FIXTURES, FakeStore
 
 from loaders.api import load_path
 from loaders.base import LoadError
-from talent_core.embedding import HashEmbedder
 
 
 def load(path, fmt, store, tmp_path: Path, **kw):

@@ -8,12 +8,12 @@ import types
 from pathlib import Path
 
 import pytest
+from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES, FakeStore
 
 from loaders.api import load_path
 from loaders.base import LoadError
 from talent_core.config import Settings
-from talent_core.embedding import HashEmbedder
 
 
 def _load(store, tmp_path, name="rmanluo/RoG-webqsp", split="test"):

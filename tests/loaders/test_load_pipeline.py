@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hash_embedder import HashEmbedder
 from loader_helpers import BAD, FIXTURES, FakeStore
 
 from loaders.api import dataset_name, detect_format, load_path
 from loaders.base import LoadError
 from talent_core.config import Settings
-from talent_core.embedding import HashEmbedder
 
 KB = FIXTURES / "metaqa" / "kb.txt"
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hash_embedder import HashEmbedder
 
 from loaders.api import load_path
 from talent_core.config import Settings
-from talent_core.embedding import HashEmbedder
 
 pytestmark = pytest.mark.data
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from retrieval_helpers import FIXTURES, BowEmbedder, DictStore, read_triples
+from retrieval_helpers import FIXTURES, BowEmbedder, memory_store, read_triples
+
+from talent_core.store.memory import MemoryStore
 
 
 @pytest.fixture(scope="session")
@@ -17,5 +19,5 @@ def metaqa_triples() -> list[tuple[str, str, str]]:
 
 
 @pytest.fixture(scope="session")
-def dict_store(metaqa_triples, bow) -> DictStore:
-    return DictStore(metaqa_triples, bow)
+def mem_store(metaqa_triples, bow) -> MemoryStore:
+    return memory_store(metaqa_triples, bow)

@@ -1,14 +1,13 @@
 """Retrieval test helpers (imported by conftest.py and the tests): a bag-of-words embedder
-(no model) and a dict-backed store.
+(no model) and the fixture KG in the in-memory store.
 
 `BowEmbedder`: each lowercase word (letters/digits; `_` and `.` split words) gets a fixed
 pseudo-random unit vector; a text is the normalised sum of its words' vectors. Cosine
 similarity therefore tracks word overlap: "who directed Gravity" is close to the relation
 "directed_by" and to the entity "Gravity". Deterministic, fast, no torch.
 
-`DictStore`: the read side of the GraphStore Protocol over a list of triples, using the
-stores' own expansion code (`talent_core.store.expand`) with the same per-node edge order
-(neighbour id, relation, direction) as their Cypher, so it behaves like FalkorDB/Neo4j.
+`memory_store`: triples in `talent_core.store.memory.MemoryStore`, the reference store that
+runs the read half of the contract suite (it behaves like FalkorDB/Neo4j).
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, Subgraph
-from talent_core.store.expand import expand, validate_caps
-from talent_core.text import normalise_name
+from talent_core.embedding import SentenceTokens
+from talent_core.models import Edge
+from talent_core.questions import read_questions
+from talent_core.store.memory import MemoryStore
 
 DIM = 64
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -35,7 +35,7 @@ def word_vector(word: str, dim: int = DIM) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-class BowEmbedder:
+class BowEmbedder(SentenceTokens):
     model_name = "bow-test"
 
     def __init__(self, dim: int = DIM):
@@ -65,88 +65,23 @@ def read_triples(path: Path) -> list[tuple[str, str, str]]:
     return out
 
 
-class DictStore:
-    dialect = "dict"
-
-    def __init__(self, triples: Sequence[tuple[str, str, str]], embedder: BowEmbedder):
-        self.names: dict[str, str] = {}
-        self.edges = list(dict.fromkeys(triples))
-        for h, _, t in self.edges:
-            self.names.setdefault(h, h)
-            self.names.setdefault(t, t)
-        ids = list(self.names)
-        self.ent_vec = dict(zip(ids, embedder.encode([self.names[i] for i in ids]), strict=True))
-        rels = sorted({r for _, r, _ in self.edges})
-        self.rel_vec = dict(zip(rels, embedder.encode(rels), strict=True))
-        self.rows: dict[str, list[tuple[str, str, bool]]] = {}
-        for h, r, t in self.edges:
-            self.rows.setdefault(h, []).append((t, r, True))
-            self.rows.setdefault(t, []).append((h, r, False))
-        for v in self.rows.values():
-            v.sort()
-        self.calls: list[str] = []
-
-    def top_entities(self, vector, k: int) -> list[ScoredEntity]:
-        self.calls.append("top_entities")
-        q = np.asarray(vector)
-        scored = sorted(((-float(v @ q), i) for i, v in self.ent_vec.items()))[:k]
-        return [ScoredEntity(entity=Entity(id=i, name=self.names[i]), score=-s) for s, i in scored]
-
-    def top_relations(self, vector, k: int) -> list[ScoredRelation]:
-        q = np.asarray(vector)
-        scored = sorted(((-float(v @ q), r) for r, v in self.rel_vec.items()))[:k]
-        return [ScoredRelation(name=r, score=-s) for s, r in scored]
-
-    def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
-        self.calls.append("entities_by_name")
-        want = {normalise_name(n) for n in names}
-        return [Entity(id=i, name=n) for i, n in self.names.items() if normalise_name(n) in want]
-
-    def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
-        return [Entity(id=i, name=self.names[i]) for i in dict.fromkeys(ids) if i in self.names]
-
-    def search_names(self, text: str, k: int) -> list[Entity]:
-        self.calls.append("search_names")
-        words = set(_WORD.findall(text.lower()))
-        hits = [
-            (-len(words & set(_WORD.findall(n.lower()))), i)
-            for i, n in self.names.items()
-            if words & set(_WORD.findall(n.lower()))
-        ]
-        return [Entity(id=i, name=self.names[i]) for _, i in sorted(hits)[:k]]
-
-    def neighbourhood(self, seed_ids, hops=2, fanout=50, max_nodes=2000, max_edges=5000):
-        self.calls.append(f"neighbourhood:{hops}")
-        validate_caps(hops, fanout, max_nodes, max_edges)
-        seeds = self.entities_by_id(seed_ids)
-        if not seeds:
-            return Subgraph()
-
-        def fetch(frontier, limit):
-            for fid in frontier:
-                for mid, rel, out in self.rows.get(fid, [])[:limit]:
-                    yield (fid, out, rel, mid, self.names[mid])
-
-        return expand(seeds, fetch, hops, fanout, max_nodes, max_edges)
-
-    def entity_similarity(self, ids, vector) -> dict[str, float]:
-        q = np.asarray(vector)
-        return {i: float(self.ent_vec[i] @ q) for i in ids if i in self.ent_vec}
-
-    def relation_similarity(self, names, vector) -> dict[str, float]:
-        q = np.asarray(vector)
-        return {r: float(self.rel_vec[r] @ q) for r in names if r in self.rel_vec}
+def memory_store(triples: Sequence[tuple[str, str, str]], embedder: BowEmbedder) -> MemoryStore:
+    """The triples in a MemoryStore (ids = names), entities and relations embedded."""
+    store = MemoryStore()
+    triples = list(dict.fromkeys(triples))
+    ids = list(dict.fromkeys(x for h, _, t in triples for x in (h, t)))
+    store.upsert_entities(list(zip(ids, ids, embedder.encode(ids), strict=True)))
+    rels = sorted({r for _, r, _ in triples})
+    store.upsert_relations(list(zip(rels, embedder.encode(rels), strict=True)))
+    store.upsert_triples(as_edges(triples))
+    return store
 
 
 def metaqa_fixture_questions(hop: int) -> list[tuple[str, list[str], list[str]]]:
-    """(question without brackets, topic names, answers) from tests/fixtures/metaqa."""
-    out = []
-    for line in (FIXTURES / "metaqa" / f"qa_{hop}hop.txt").read_text().splitlines():
-        q, _, a = line.partition("\t")
-        out.append(
-            (re.sub(r"\[([^\]]+)\]", r"\1", q), re.findall(r"\[([^\]]+)\]", q), a.split("|"))
-        )
-    return out
+    """(question without brackets, topic names, answers) from tests/fixtures/metaqa, read
+    by the product's question reader."""
+    recs = read_questions(FIXTURES / "metaqa" / f"qa_{hop}hop.txt", "metaqa")
+    return [(r.question, r.topic_entities, r.answers) for r in recs]
 
 
 def as_edges(triples) -> list[Edge]:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from talent_core.retrieval.paths import expand_paths, path_score
+from talent_core.store.base import ExpansionCaps
 from talent_core.store.expand import expand
 
 # A film X with director D; D directed films F1, F2; F1 stars A1, A2; F2 stars A2;
@@ -42,7 +43,8 @@ class OneHopSpy:
 
         from talent_core.models import Entity
 
-        return expand([Entity(id=i, name=i) for i in frontier], fetch, 1, 50, 1000, 1000)
+        caps = ExpansionCaps(fanout=50, max_nodes=1000, max_edges=1000)
+        return expand([Entity(id=i, name=i) for i in frontier], fetch, 1, caps)
 
 
 def _scores(rels):
@@ -122,10 +124,10 @@ def test_no_anchors_or_no_edges():
     assert np.array_equal(exp.anchors, [0])
 
 
-def test_one_hop_shares_the_node_and_edge_budget(dict_store):
+def test_one_hop_shares_the_node_and_edge_budget(mem_store):
     from talent_core.retrieval.neighbourhood import OneHop, check_hops, neighbourhood
 
-    one = OneHop(dict_store, fanout=50, max_nodes=5, max_edges=1000)
+    one = OneHop(mem_store, ExpansionCaps(fanout=50, max_nodes=5, max_edges=1000))
     sub = one(["The Matrix"])
     assert 0 < len(sub.nodes) <= 5 + 1 and one.truncated  # the Matrix has more neighbours
     assert one([]).nodes == [] and one.calls == 1
@@ -133,6 +135,7 @@ def test_one_hop_shares_the_node_and_edge_budget(dict_store):
     assert one(["Speed"]).truncated and one.calls == 1
     with pytest.raises(ValueError, match="hops"):
         check_hops(4)
-    assert neighbourhood(dict_store, [], hops=2).nodes == []
-    full = neighbourhood(dict_store, ["The Matrix"], hops=1, fanout=2)
+    caps = ExpansionCaps(fanout=2, max_nodes=2000, max_edges=5000)
+    assert neighbourhood(mem_store, [], 2, caps).nodes == []
+    full = neighbourhood(mem_store, ["The Matrix"], 1, caps)
     assert full.truncated and len(full.edges) == 2

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from retrieval_helpers import DictStore, as_edges, metaqa_fixture_questions
+from retrieval_helpers import as_edges, memory_store, metaqa_fixture_questions
 
+from talent_core.llm.textualise import textualise
 from talent_core.metrics import macro_average, retrieval_scores
 from talent_core.models import Candidate
-from talent_core.retrieval import RetrievalConfig, retrieve, textualise
+from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.pcst import is_connected
 
 TIMINGS = {"embed", "seeds", "neighbourhood", "pcst", "total"}
@@ -32,8 +33,8 @@ def _run(store, bow, hop, rule, **kw):
 
 @pytest.mark.parametrize("rule", ["default", "paper"])
 @pytest.mark.parametrize("hop", [1, 2])
-def test_candidates_hold_answers_and_are_connected(dict_store, bow, hop, rule):
-    m, cands = _run(dict_store, bow, hop, rule)
+def test_candidates_hold_answers_and_are_connected(mem_store, bow, hop, rule):
+    m, cands = _run(mem_store, bow, hop, rule)
     # measured 1.0 (default, both hops; paper 1-hop) and 0.94 (paper 2-hop) on the fixture
     assert m["hit"] >= 0.9, m
     for c in cands:
@@ -45,51 +46,50 @@ def test_candidates_hold_answers_and_are_connected(dict_store, bow, hop, rule):
         assert len(c.nodes) <= 40
 
 
-def test_default_rule_is_more_compact_than_paper_on_three_hops(dict_store, bow):
-    d, _ = _run(dict_store, bow, 3, "default")
-    p, _ = _run(dict_store, bow, 3, "paper")
+def test_default_rule_is_more_compact_than_paper_on_three_hops(mem_store, bow):
+    d, _ = _run(mem_store, bow, 3, "default")
+    p, _ = _run(mem_store, bow, 3, "paper")
     # measured: default 0.85 hit at 17 nodes, paper 0.85 at 52 nodes
     assert d["hit"] >= p["hit"] - 1e-9
     assert d["size"] < 0.6 * p["size"]
 
 
-def test_overrides_and_validation(dict_store, bow):
+def test_overrides_and_validation(mem_store, bow):
     c = retrieve(
-        "who directed Gravity", dict_store, bow, None, ["Gravity"], k_nodes=3, node_sim_share=0,
+        "who directed Gravity", mem_store, bow, None, ["Gravity"], k_nodes=3, node_sim_share=0,
         hops=2,  # the toy bag-of-words embedder needs the shallower search at k = 3
     )
     assert len([n for n in c.nodes if n.prize > 0]) <= 4  # 3 drawn + the anchor
     assert "Alfonso Cuarón" in {n.name for n in c.nodes}
     with pytest.raises(ValueError):
-        retrieve("q", dict_store, bow, None, None, hops=4)
+        retrieve("q", mem_store, bow, None, None, hops=4)
     with pytest.raises(ValueError):
-        retrieve("q", dict_store, bow, None, None, no_such_knob=1)
+        retrieve("q", mem_store, bow, None, None, no_such_knob=1)
 
 
 @pytest.mark.parametrize("rule", ["default", "paper"])
 def test_empty_store_and_isolated_seed(bow, rule):
-    empty = DictStore([], bow)
+    empty = memory_store([], bow)
     c = retrieve("who directed Gravity", empty, bow, None, ["Gravity"], prizes=rule)
     assert c.nodes == [] and c.edges == [] and c.seeds == []
     assert set(c.timings_ms) == TIMINGS
     # a KG where the topic entity has no edges at all: S is that single node
-    lonely = DictStore([("Lonely Film", "directed_by", "Someone")], bow)
-    lonely.names["Solo"] = "Solo"
-    lonely.ent_vec["Solo"] = bow.encode_one("Solo")
+    lonely = memory_store([("Lonely Film", "directed_by", "Someone")], bow)
+    lonely.upsert_entities([("Solo", "Solo", bow.encode_one("Solo"))])
     c = retrieve("who directed Solo", lonely, bow, None, ["Solo"], prizes=rule)
     assert [n.id for n in c.nodes] == ["Solo"] and c.edges == []
     assert c.nodes[0].seed
 
 
-def test_no_topic_uses_name_matches(dict_store, bow):
-    c = retrieve("who directed Gravity", dict_store, bow)
+def test_no_topic_uses_name_matches(mem_store, bow):
+    c = retrieve("who directed Gravity", mem_store, bow)
     anchors = [s for s in c.seeds if "name" in s.sources]
     assert [s.id for s in anchors] == ["Gravity"]
     assert "Alfonso Cuarón" in {n.name for n in c.nodes}
 
 
-def test_textualise_real_candidate(dict_store, bow):
-    c = retrieve("who starred in The Matrix", dict_store, bow, None, ["The Matrix"])
+def test_textualise_real_candidate(mem_store, bow):
+    c = retrieve("who starred in The Matrix", mem_store, bow, None, ["The Matrix"])
     text = textualise(c)
     assert text.startswith("<DESC>\nnode_id,node_attr\n0,") and text.endswith("</DESC>")
     assert "keanu reeves" in text and "Keanu" not in text
@@ -105,7 +105,7 @@ def test_embedded_falkordb_store_gives_the_same_candidates(embedded_store, metaq
     rels = sorted({r for _, r, _ in metaqa_triples})
     store.upsert_relations([(r, v.tolist()) for r, v in zip(rels, bow.encode(rels), strict=True)])
     store.upsert_triples(as_edges(metaqa_triples))
-    ref = DictStore(metaqa_triples, bow)
+    ref = memory_store(metaqa_triples, bow)
     same = total = 0
     for hop in (1, 2, 3):
         for rule in ("default", "paper"):

@@ -25,43 +25,43 @@ def test_question_spans_clean_punctuation_and_possessives():
     assert "who" not in spans and "of" not in spans  # one-word stopwords are not looked up
 
 
-def test_name_matches_longest_span_wins(dict_store):
+def test_name_matches_longest_span_wins(mem_store):
     # "The Matrix" is an entity, "Matrix" alone is not; "Keanu Reeves" names two entities
     # (the actor and MetaQA's lowercase tag "keanu reeves"): both match
-    found = name_matches("did Keanu Reeves star in The Matrix", dict_store)
+    found = name_matches("did Keanu Reeves star in The Matrix", mem_store)
     assert sorted(e.id for e in found) == ["Keanu Reeves", "The Matrix", "keanu reeves"]
-    assert name_matches("nothing here at all", dict_store) == []
+    assert name_matches("nothing here at all", mem_store) == []
 
 
-def test_topic_seeds_anchor_and_sources_merge(dict_store, bow):
-    seeds = text_seeds("who directed Gravity", dict_store, ["Gravity"])
+def test_topic_seeds_anchor_and_sources_merge(mem_store, bow):
+    seeds = text_seeds("who directed Gravity", mem_store, ["Gravity"])
     (s,) = seeds.seeds
     assert s.id == "Gravity" and s.sources == ["topic", "name"]
     assert [a.id for a in seeds.anchors()] == ["Gravity"]
     # vector seeds are recorded but do not anchor when a topic did
-    add_vector_seeds(seeds, dict_store, bow.encode_one("who directed Gravity"), k_seed=3)
+    add_vector_seeds(seeds, mem_store, bow.encode_one("who directed Gravity"), k_seed=3)
     assert [a.id for a in seeds.anchors()] == ["Gravity"]
     assert any("vector" in x.sources for x in seeds.seeds)
 
 
-def test_multi_word_name_matches_anchor_before_one_word_ones(dict_store):
+def test_multi_word_name_matches_anchor_before_one_word_ones(mem_store):
     # "Speed" (one word) and "Keanu Reeves" (two words) are both entities
-    seeds = text_seeds("did Keanu Reeves star in Speed", dict_store)
+    seeds = text_seeds("did Keanu Reeves star in Speed", mem_store)
     assert {s.id for s in seeds.seeds} >= {"Keanu Reeves", "Speed"}
     assert "Speed" not in [a.id for a in seeds.anchors()]
     assert "Keanu Reeves" in [a.id for a in seeds.anchors()]
-    seeds = text_seeds("who directed Speed", dict_store)
+    seeds = text_seeds("who directed Speed", mem_store)
     assert [a.id for a in seeds.anchors()] == ["Speed"]
 
 
-def test_anchor_fallbacks(dict_store, bow):
+def test_anchor_fallbacks(mem_store, bow):
     # an unknown topic and no name in the text: fulltext hits anchor
-    seeds = text_seeds("gravity movie", dict_store, ["No Such Film"], name_match=False)
+    seeds = text_seeds("gravity movie", mem_store, ["No Such Film"], name_match=False)
     assert seeds.anchors() and all("fulltext" in a.sources for a in seeds.anchors())
     # nothing textual at all: the top vector seed anchors
-    seeds = text_seeds("zzz qqq", dict_store, None, fulltext_k=0)
+    seeds = text_seeds("zzz qqq", mem_store, None, fulltext_k=0)
     assert seeds.anchors() == []
-    add_vector_seeds(seeds, dict_store, bow.encode_one("Gravity"), k_seed=2, vector_anchors=1)
+    add_vector_seeds(seeds, mem_store, bow.encode_one("Gravity"), k_seed=2, vector_anchors=1)
     assert [a.id for a in seeds.anchors()] == ["Gravity"]
     assert seeds.anchors()[0].sources == ["vector"]
 

@@ -5,8 +5,8 @@ import io
 
 import pytest
 
+from talent_core.llm.textualise import graph_csv, textualise
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
-from talent_core.retrieval.textualise import graph_csv, textualise
 
 
 def _cand(nodes, edges):

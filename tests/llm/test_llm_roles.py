@@ -5,8 +5,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from talent_core.llm.infer import GeneratorModel, LoadedLM, RetrieverModel, load_models
+from talent_core.llm.generator import GeneratorModel
+from talent_core.llm.lm import LoadedLM, load_models
 from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
+from talent_core.llm.retriever import RetrieverModel
 from talent_core.models import Selection
 
 
@@ -73,7 +75,7 @@ def test_frozen_retriever_is_the_base_model(tiny_dir, settings, adapters, candid
 
 def test_select_maps_output_and_grounds(tiny_dir, settings, candidate, monkeypatch) -> None:
     lm = LoadedLM(str(tiny_dir), {}, settings)
-    from talent_core.llm.infer import Generation
+    from talent_core.llm.lm import Generation
 
     seen: dict[str, str] = {}
 
@@ -108,7 +110,7 @@ def test_prompt_budget_truncates_s(tiny_dir, settings, candidate) -> None:
 
 
 def test_label_task_answer(tiny_dir, settings, candidate, monkeypatch) -> None:
-    from talent_core.llm.infer import Generation
+    from talent_core.llm.lm import Generation
 
     lm = LoadedLM(str(tiny_dir), {}, settings)
     monkeypatch.setattr(lm, "generate", lambda p, a, m: Generation("Counter.", False, 1, 1))

@@ -1,16 +1,16 @@
-"""Inference: the retriever R_theta selects nodes of S, the generator G_phi answers.
+"""The base model loaded once, with named LoRA adapters, and what both LLM roles share.
 
-One `LoadedLM` holds the base model once, with any number of named LoRA adapters on it
-(peft multi-adapter); `RetrieverModel` and `GeneratorModel` are views that switch to their
-adapter (or disable adapters: the frozen base model, the paper's "frozen retriever"
-ablation). Decoding is greedy; ``max_new_tokens`` is configurable.
+`LoadedLM` holds the base model once, with any number of named LoRA adapters on it (peft
+multi-adapter); `retriever.RetrieverModel` and `generator.GeneratorModel` are `Role`s that
+switch to their adapter (or disable adapters: the frozen base model, the paper's "frozen
+retriever" ablation). Decoding is greedy (free) or ranked (`ranking`).
 
 Typical use (what the pipeline does)::
 
     retriever, generator = load_models(base_model, retriever_dir, generator_dir, settings)
-    selection = retriever.select(question, candidate, lookup=store.entities_by_name)
-    context = generator.context(candidate, selection)        # or selection=None: all of S
-    answers, raw = generator.answer(question, context)
+    selection = retriever.select(question, candidate, lookup=kg_lookup, decode="ranked")
+    context = generator.context(question, candidate, selection)  # selection=None: all of S
+    ranked = generator.rank(question, context)
 """
 
 from __future__ import annotations
@@ -21,22 +21,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from talent_core.config import Settings, get_settings
-from talent_core.llm.context import GraphView
-from talent_core.llm.features import fit_generator_view, retriever_inference_prompt
-from talent_core.llm.models import AdapterMeta, load_adapter, load_base
-from talent_core.llm.parsing import (
-    Lookup,
-    match_selection,
-    parse_label,
-    parse_names,
-    parse_selection,
-)
-from talent_core.llm.prompts import LABELS, PromptStyle, Rendered, Task
+from talent_core.llm.models import AdapterMeta, load_adapter, load_base, read_meta
+from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import Scored, score_continuations, select_top
-from talent_core.models import Candidate, Decode, RankedName, Selection
+
+if TYPE_CHECKING:
+    from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.retriever import RetrieverModel
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +130,11 @@ class LoadedLM:
                           int(input_ids.shape[1]), len(new))
 
 
-class _View:
+class Role:
+    """What the retriever and the generator share: their adapter on a `LoadedLM` (None: the
+    frozen base model), task, prompt style and token budgets, and the ranked-decoding cut
+    (margin / top-m, tuned on a validation split and stored in the adapter's metadata)."""
+
     def __init__(
         self,
         lm: LoadedLM,
@@ -176,98 +174,6 @@ class _View:
         return self.adapter is None
 
 
-class RetrieverModel(_View):
-    """R_theta: question + S -> `Selection` (names of S, out-of-S names grounded)."""
-
-    def __init__(self, lm: LoadedLM, adapter: str | None = "retriever", task: Task | None = None,
-                 max_new_tokens: int = 256, max_length: int | None = None):
-        super().__init__(lm, adapter, task, max_new_tokens, max_length)
-
-    def prompt(self, question: str, candidate: Candidate) -> tuple[Rendered, GraphView]:
-        return retriever_inference_prompt(
-            self.lm.tokenizer, question, candidate, self.prompt_budget, self.task,
-            self.lm.base_name, self.style,
-        )
-
-    DEFAULT_MARGIN = 4.0
-    DEFAULT_TOP_M = 10
-
-    def rank(self, question: str, candidate: Candidate) -> list[Scored]:
-        """Every node name of S shown in the prompt, scored (`ranking`), best first."""
-        rendered, view = self.prompt(question, candidate)
-        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter,
-                               [name for _, name in view.nodes])
-        return sorted(scored, key=lambda x: -x.score)
-
-    def select(self, question: str, candidate: Candidate, lookup: Lookup | None = None,
-               decode: Decode = "free") -> Selection:
-        """V-hat. ``decode="free"``: the paper's greedy line (may name out-of-S nodes, which
-        are grounded with ``lookup``); ``"ranked"``: the best-scoring nodes of S."""
-        if decode == "ranked":
-            scored = self.rank(question, candidate)
-            chosen = self.choose(scored)
-            sel = match_selection([c.name for c in chosen], candidate, lookup)
-            return sel.model_copy(update={"decode": "ranked", "ranked": [
-                RankedName(name=c.name, score=round(c.score, 4)) for c in scored]})
-        rendered, view = self.prompt(question, candidate)
-        if view.dropped_nodes:
-            log.info("retriever prompt: %d of %d nodes of S dropped to fit %d tokens",
-                     view.dropped_nodes, len(candidate.nodes), self.prompt_budget)
-        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens)
-        return parse_selection(gen.text, candidate, lookup, truncated=gen.truncated)
-
-
-class GeneratorModel(_View):
-    """G_phi: question + (V-hat, E-hat) -> answers."""
-
-    def __init__(self, lm: LoadedLM, adapter: str | None = "generator", task: Task | None = None,
-                 max_new_tokens: int = 128, max_length: int | None = None,
-                 include_endpoints: bool | None = None):
-        super().__init__(lm, adapter, task, max_new_tokens, max_length)
-        self.include_endpoints = (
-            include_endpoints if include_endpoints is not None
-            else bool(self.meta and self.meta.include_endpoints)
-        )
-
-    def prompt(self, question: str, candidate: Candidate, selection: Selection | None
-               ) -> tuple[Rendered, GraphView]:
-        return fit_generator_view(
-            self.lm.tokenizer, question, candidate, selection, self.prompt_budget, self.task,
-            self.lm.base_name, self.include_endpoints, style=self.style,
-        )
-
-    def context(self, question: str, candidate: Candidate, selection: Selection | None
-                ) -> GraphView:
-        """Eq. 14 context (``selection=None``: all of S, the no-retriever ablation), rows
-        dropped to fit the prompt budget. ``view.kg_edges`` are the edges shown."""
-        return self.prompt(question, candidate, selection)[1]
-
-    def rank(self, question: str, context: GraphView, names: Sequence[str] | None = None
-             ) -> list[Scored]:
-        """``names`` (default: the context's node names; label task: the labels) scored as
-        the answer, best first."""
-        if names is None:
-            names = list(LABELS) if self.task == "label" else [n for _, n in context.nodes]
-        rendered = self._rendered(question, context)
-        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names)
-        return sorted(scored, key=lambda x: -x.score)
-
-    def _rendered(self, question: str, context: GraphView) -> Rendered:
-        from talent_core.llm.prompts import generator_prompt
-
-        return generator_prompt(self.lm.tokenizer, question, context.text(self.style), self.task,
-                                self.lm.base_name, self.style)
-
-    def answer(self, question: str, context: GraphView) -> tuple[list[str], str]:
-        """Free decoding: (answers, raw output). Label task: ``["support"]`` / ``["counter"]``
-        / []."""
-        rendered = self._rendered(question, context)
-        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens)
-        if self.task == "label":
-            return parse_label(gen.text, LABELS), gen.text
-        return parse_names(gen.text, gen.truncated), gen.text
-
-
 def load_models(
     base_model: str | None = None,
     retriever_dir: Path | None = None,
@@ -279,7 +185,8 @@ def load_models(
 ) -> tuple[RetrieverModel, GeneratorModel]:
     """Both models on ONE base model. A missing adapter means the frozen base model.
     ``base_model`` defaults to the adapters' base (they must agree), then to settings."""
-    from talent_core.llm.models import read_meta
+    from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.retriever import RetrieverModel
 
     metas = [read_meta(d) for d in (retriever_dir, generator_dir) if d is not None]
     if base_model is None and metas:

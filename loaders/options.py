@@ -1,0 +1,79 @@
+"""Load options, the progress handed to `on_commit`, and the report of a load."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from loaders.io import DEFAULT_MAX_LINE_LENGTH
+from talent_core.models import StoreStats
+
+OnError = Literal["fail", "skip"]
+SelfLoops = Literal["keep", "reject"]
+
+
+@dataclass
+class LoadOptions:
+    batch_size: int = 5000
+    limit: int | None = None  # rows (triples) for line formats, records for rog/explagraphs
+    on_error: OnError = "fail"
+    rejects: Path | None = None
+    self_loops: SelfLoops = "keep"
+    max_line_length: int = DEFAULT_MAX_LINE_LENGTH
+    max_name_length: int = 4096  # characters; longer entity/relation names are rejected
+    side_output_path: Path | None = None  # where Records go (questions/examples JSONL)
+    progress: bool = True
+    dry_run: bool = False  # validate only: read and check everything, write nothing
+    overlap: bool = True  # write batch k while batch k+1 is read and embedded
+    on_commit: Callable[[LoadProgress], None] | None = None  # called after each ack
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        if self.limit is not None and self.limit < 0:
+            raise ValueError("limit must be >= 0")
+        if self.on_error not in ("fail", "skip"):
+            raise ValueError("on_error must be 'fail' or 'skip'")
+        if self.self_loops not in ("keep", "reject"):
+            raise ValueError("self_loops must be 'keep' or 'reject'")
+
+
+class LoadProgress(BaseModel):
+    """Cumulative counts after a batch the store acknowledged."""
+
+    batch: int
+    through_line: int  # every row up to this line/record of the input is committed
+    triples_committed: int  # unique-per-batch triples sent and acknowledged so far
+
+
+class LoadReport(BaseModel):
+    source: str
+    format: str
+    dry_run: bool = False
+    rows_read: int = 0  # data rows seen (valid + rejected; header/comments/blank excluded)
+    records: int = 0  # rog questions / explagraphs examples read
+    loaded: int = 0  # unique triples written to the store (MERGE; see new_triples)
+    duplicates: int = 0  # rows repeating a triple of the same batch (dropped, not an error)
+    rejected: int = 0
+    self_loops: int = 0  # rows with head == tail (kept unless self_loops="reject")
+    whitespace_stripped: int = 0  # rows whose keys had surrounding whitespace (stripped)
+    new_entities_embedded: int = 0
+    new_relations_embedded: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0  # in the embedder
+    write_seconds: float = 0.0  # in store calls (existence checks and writes)
+    read_seconds: float = 0.0  # reading, parsing, validating, de-duplicating
+    # store time by call: existence checks, entity / relation / triple upserts
+    store_seconds_by_call: dict[str, float] = Field(default_factory=dict)
+    triples_per_s: float = 0.0
+    triples_per_s_excl_embed: float = 0.0
+    store_before: StoreStats | None = None
+    store_after: StoreStats | None = None
+    new_triples: int | None = None  # store triple count delta (rows already stored excluded)
+    rejects_file: str | None = None
+    side_output_file: str | None = None

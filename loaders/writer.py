@@ -1,0 +1,163 @@
+"""The writing side of a load: batches written on a background thread in file order, store
+call timings, and the progress bar."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from loaders.items import Reader
+from loaders.options import LoadOptions, LoadProgress, LoadReport
+from talent_core.models import Edge
+from talent_core.store.base import GraphWriter
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def timed(report: LoadReport, call: str) -> Iterator[None]:
+    """Add the time of a store call to write_seconds and store_seconds_by_call[call]."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        dt = time.perf_counter() - t
+        report.write_seconds += dt
+        by = report.store_seconds_by_call
+        by[call] = by.get(call, 0.0) + dt
+
+
+@dataclass
+class Prepared:
+    """A batch ready to write: unique edges plus the rows of the entities / relations that
+    are new (not in the store, not in the batch being written) with their embeddings."""
+
+    number: int
+    last_line: int
+    edges: list[Edge]
+    entities: list[tuple[str, str, Any]]
+    relations: list[tuple[str, Any]]
+
+
+class ProgressBar:
+    """tqdm over the reader's progress (bytes or records) with committed triples/s."""
+
+    def __init__(self, reader: Reader, enabled: bool):
+        self.reader = reader
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            done, total = reader.progress()
+            unit = reader.progress_unit
+            self.bar = tqdm(
+                total=total,
+                unit=unit,
+                unit_scale=unit == "B",
+                unit_divisor=1024 if unit == "B" else 1000,
+                desc=f"load {reader.format}",
+                dynamic_ncols=True,
+                mininterval=0.5,
+            )
+            self.bar.update(done)
+
+    def read(self) -> None:
+        """The input position moved (a batch was read)."""
+        if self.bar is not None:
+            done, _ = self.reader.progress()
+            self.bar.update(max(0, done - self.bar.n))
+
+    def update(self, triples: int, elapsed: float) -> None:
+        """A batch was committed: `triples` so far."""
+        if self.bar is None:
+            return
+        rate = triples / elapsed if elapsed > 0 else 0.0
+        self.bar.set_postfix_str(f"committed={triples:,} triples, {rate:,.0f} triples/s")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class Writer:
+    """Writes prepared batches on one background thread, so that the next batch is read,
+    validated and embedded while the store works on this one (double buffering: at most
+    one batch in flight and one in preparation, so memory stays bounded).
+
+    `submit()` first waits for the previous batch's acknowledgement (and re-raises its
+    error), so batches commit strictly in file order. The "committed" log line and the
+    `on_commit` callback come from the writer thread, only after the store returned from
+    the batch's last write."""
+
+    def __init__(
+        self,
+        store: GraphWriter,
+        opts: LoadOptions,
+        report: LoadReport,
+        source: str,
+        bar: ProgressBar,
+        t0: float,
+    ):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.store = store
+        self.opts = opts
+        self.report = report
+        self.source = source
+        self.bar = bar
+        self.t0 = t0
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="loader-writer")
+        self._pending: Any = None
+        # ids / relation names being written by the in-flight batch: the batch in
+        # preparation must not embed them again (the store may not have them yet)
+        self.inflight_entities: set[str] = set()
+        self.inflight_relations: set[str] = set()
+
+    def submit(self, prep: Prepared) -> None:
+        self.wait()
+        self.inflight_entities = {e[0] for e in prep.entities}
+        self.inflight_relations = {r[0] for r in prep.relations}
+        if self.opts.overlap:
+            self._pending = self._pool.submit(self._write, prep)
+        else:
+            self._write(prep)
+
+    def wait(self) -> None:
+        """Block until the in-flight batch is acknowledged; re-raise its error."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def _write(self, prep: Prepared) -> None:
+        r = self.report
+        if prep.entities:
+            with timed(r, "entities"):
+                self.store.upsert_entities(prep.entities)
+        if prep.relations:
+            with timed(r, "relations"):
+                self.store.upsert_relations(prep.relations)
+        with timed(r, "triples"):
+            self.store.upsert_triples(prep.edges)
+        r.loaded += len(prep.edges)
+        r.batches += 1
+        prog = LoadProgress(
+            batch=prep.number, through_line=prep.last_line, triples_committed=r.loaded
+        )
+        # Logged only now: the store has acknowledged every write of this batch.
+        log.info(
+            "committed batch %d: %d triples (cumulative), through %s:%d",
+            prog.batch,
+            prog.triples_committed,
+            self.source,
+            prog.through_line,
+        )
+        if self.opts.on_commit is not None:
+            self.opts.on_commit(prog)
+        self.bar.update(r.loaded, time.perf_counter() - self.t0)

@@ -1,0 +1,231 @@
+"""What the two Cypher stores (FalkorDB, Neo4j) share: every statement is a file under
+`cypher/<dialect>/`, every value a parameter, results are positional rows, writes are
+batched idempotent MERGEs, and embeddings are checked before anything is written."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.store._common import (
+    check_keys,
+    check_names,
+    chunks,
+    last_per_key,
+    lookup_keys,
+    ordered_by_key,
+    query_vector,
+    raise_missing_endpoints,
+    spans,
+)
+from talent_core.store.base import ExpansionCaps, Vector
+from talent_core.store.cypher import statement, statements
+from talent_core.store.expand import expand
+from talent_core.text import normalise_name
+
+Row = Sequence[Any]
+
+
+class CypherStore:
+    """Base of the FalkorDB and Neo4j stores; a subclass supplies the `_run` ... `location`
+    members below and its own schema/clear/close."""
+
+    dialect: str
+    batch_size: int
+    vector_batch_size: int
+    _dimension: int | None = None
+
+    # --- supplied by each store --------------------------------------------------------------
+    def _run(
+        self, text: str, params: dict[str, Any] | None = None, write: bool = False
+    ) -> list[Row]:
+        """Run one statement; its result rows as positional sequences."""
+        raise NotImplementedError
+
+    def _create_schema(self, dimension: int) -> None:
+        raise NotImplementedError
+
+    def _fulltext_query(self, text: str) -> str:
+        """The fulltext index's query for free text ("" when it has no words)."""
+        raise NotImplementedError
+
+    def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> Any:
+        """The `$rows` parameter of an upsert with embeddings: one row per vector."""
+        raise NotImplementedError
+
+    @property
+    def location(self) -> str:
+        """`dialect:where` of this graph (stats, messages)."""
+        raise NotImplementedError
+
+    def _topk_params(self, k: int, vector: Vector) -> dict[str, Any]:
+        return {"k": int(k), "vector": query_vector(vector)}
+
+    # --- plumbing ----------------------------------------------------------------------------
+    def _read(self, name: str, params: dict[str, Any] | None = None) -> list[Row]:
+        return self._run(statement(name, self.dialect), params)
+
+    def _write(self, name: str, params: dict[str, Any] | None = None) -> list[Row]:
+        return self._run(statement(name, self.dialect), params, write=True)
+
+    def _index_dimensions(self) -> set[int]:
+        return {int(d) for _, d in self._read("vector_dimensions") if d is not None}
+
+    def _checked_vectors(self, vectors: list[Vector], what: str, keys: list[str]) -> np.ndarray:
+        """Embeddings as one float64 matrix: finite, one length, the indexes' dimension."""
+        if not vectors:
+            return np.zeros((0, 0))
+        try:
+            arr = np.asarray(vectors, dtype=np.float64)
+        except ValueError as e:
+            raise ValueError(f"{what} embeddings must all have the same length: {e}") from None
+        if arr.ndim != 2 or arr.shape[1] == 0:
+            raise ValueError(f"{what} embeddings must be non-empty 1-d vectors of one length")
+        bad = ~np.isfinite(arr).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{what} {keys[int(np.argmax(bad))]!r} has a non-finite embedding")
+        if self._dimension is None:
+            dims = self._index_dimensions()
+            self._dimension = dims.pop() if len(dims) == 1 else None
+        if self._dimension is not None and arr.shape[1] != self._dimension:
+            raise ValueError(
+                f"{what} embeddings have dimension {arr.shape[1]}, the store's vector indexes "
+                f"{self._dimension}; nothing of this call was written"
+            )
+        return arr
+
+    # --- schema ------------------------------------------------------------------------------
+    def ensure_schema(self, dimension: int) -> None:
+        if dimension < 1:
+            raise ValueError(f"embedding dimension must be >= 1, got {dimension}")
+        for label, dim in self._read("vector_dimensions"):
+            if dim is not None and int(dim) != dimension:
+                raise ValueError(
+                    f"{self!r} has {label} embeddings of dimension {int(dim)}, but the model "
+                    f"gives {dimension}: clear the store or use another graph"
+                )
+        self._create_schema(dimension)
+        self._dimension = dimension
+
+    # --- writes ------------------------------------------------------------------------------
+    def upsert_entities(self, rows: Sequence[tuple[str, str, Vector | None]]) -> None:
+        rows = last_per_key(rows)
+        check_keys("entity id", (r[0] for r in rows))
+        check_names("entity", (r[1] for r in rows))
+        embedded = [r for r in rows if r[2] is not None]
+        vecs = self._checked_vectors([r[2] for r in embedded], "entity", [r[0] for r in embedded])
+        for chunk in chunks([r for r in rows if r[2] is None], self.batch_size):
+            data = [{"id": i, "name": n, "name_lc": normalise_name(n)} for i, n, _ in chunk]
+            self._write("upsert_entity_names", {"rows": data})
+        for part in spans(len(embedded), self.vector_batch_size):
+            names = [r[1] for r in embedded[part]]
+            fields = {
+                "id": [r[0] for r in embedded[part]],
+                "name": names,
+                "name_lc": [normalise_name(n) for n in names],
+            }
+            self._write("upsert_entities", {"rows": self._vector_rows(fields, vecs[part])})
+
+    def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
+        rows = last_per_key(rows)
+        check_keys("relation name", (r[0] for r in rows))
+        embedded = [r for r in rows if r[1] is not None]
+        names = [r[0] for r in embedded]
+        vecs = self._checked_vectors([r[1] for r in embedded], "relation", names)
+        for chunk in chunks([{"name": r[0]} for r in rows if r[1] is None], self.batch_size):
+            self._write("upsert_relation_names", {"rows": list(chunk)})
+        for part in spans(len(embedded), self.vector_batch_size):
+            rows_param = self._vector_rows({"name": names[part]}, vecs[part])
+            self._write("upsert_relations", {"rows": rows_param})
+
+    def upsert_triples(self, edges: Sequence[Edge]) -> None:
+        # Duplicates go first: FalkorDB's MERGE emits one row for a pattern created twice in
+        # one query, which would break the endpoint check below.
+        edges = list({(e.src, e.rel, e.dst): e for e in edges}.values())
+        check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
+        check_keys("relation name", (e.rel for e in edges))
+        for chunk in chunks(edges, self.batch_size):
+            data = [{"h": e.src, "rel": e.rel, "t": e.dst} for e in chunk]
+            written = self._write("upsert_triples", {"rows": data})[0][0]
+            if written < len(data):
+                raise_missing_endpoints(self, chunk)
+
+    def existing_entities(self, ids: Sequence[str]) -> set[str]:
+        return self._existing("existing_entities", "ids", ids)
+
+    def existing_relations(self, names: Sequence[str]) -> set[str]:
+        return self._existing("existing_relations", "names", names)
+
+    def _existing(self, name: str, param: str, keys: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        for chunk in chunks(lookup_keys(keys), self.batch_size):
+            out.update(r[0] for r in self._read(name, {param: list(chunk)}))
+        return out
+
+    # --- reads -------------------------------------------------------------------------------
+    def top_entities(self, vector: Vector, k: int) -> list[ScoredEntity]:
+        if k < 1:
+            return []
+        rows = self._read("top_entities", self._topk_params(k, vector))
+        return [ScoredEntity(entity=Entity(id=i, name=n), score=float(s)) for i, n, s in rows]
+
+    def top_relations(self, vector: Vector, k: int) -> list[ScoredRelation]:
+        if k < 1:
+            return []
+        rows = self._read("top_relations", self._topk_params(k, vector))
+        return [ScoredRelation(name=n, score=float(s)) for n, s in rows]
+
+    def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
+        keys = lookup_keys(normalise_name(n) for n in names)
+        rows = self._read("entities_by_name", {"names": keys}) if keys else []
+        return ordered_by_key(rows, keys)
+
+    def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
+        uniq = lookup_keys(ids)
+        found: dict[str, Entity] = {}
+        for chunk in chunks(uniq, self.batch_size):
+            for i, n in self._read("entities_by_id", {"ids": list(chunk)}):
+                found[i] = Entity(id=i, name=n)
+        return [found[i] for i in uniq if i in found]
+
+    def search_names(self, text: str, k: int) -> list[Entity]:
+        query = self._fulltext_query(text)
+        if not query or k < 1:
+            return []
+        rows = self._read("search_names", {"query": query, "k": int(k)})
+        return [Entity(id=r[0], name=r[1]) for r in rows]
+
+    def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
+        def fetch(frontier: list[str], limit: int) -> list[Row]:
+            return self._read("neighbourhood_hop", {"ids": frontier, "limit": limit})
+
+        return expand(self.entities_by_id(seed_ids), fetch, hops, caps)
+
+    def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
+        return self._similarity("entity_similarity", "ids", ids, vector)
+
+    def relation_similarity(self, names: Sequence[str], vector: Vector) -> dict[str, float]:
+        return self._similarity("relation_similarity", "names", names, vector)
+
+    def _similarity(
+        self, name: str, param: str, keys: Sequence[str], vector: Vector
+    ) -> dict[str, float]:
+        if not keys:
+            return {}
+        rows = self._read(name, {param: lookup_keys(keys), "vector": query_vector(vector)})
+        return {i: float(s) for i, s in rows if s is not None and not math.isnan(s)}
+
+    def stats(self) -> StoreStats:
+        rows = [self._run(q) for q in statements("stats", self.dialect)]
+        counts = [int(r[0][0]) if r else 0 for r in rows]
+        return StoreStats(
+            entities=counts[0],
+            entities_with_embedding=counts[1],
+            relations=counts[2],
+            triples=counts[3],
+            store=self.location,
+        )

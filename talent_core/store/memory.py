@@ -1,0 +1,223 @@
+"""In-memory store: the read half of the store contract over numpy arrays, filled by the same
+upserts as the database stores. The tests' reference store and the benches' in-memory
+baseline (same retrieval code, no database).
+
+Names, ids and the neighbourhood rules are the database stores': ids and relation names are
+exact keys, names match by `normalise_name`, each node's edges come in the key order
+(neighbour id, relation, direction) and `store.expand` applies the caps. Fulltext search
+scores a name by how many distinct query words it holds (ties: shorter name, then id).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.store._common import (
+    check_keys,
+    check_names,
+    last_per_key,
+    lookup_keys,
+    ordered_by_key,
+    query_vector,
+    raise_missing_endpoints,
+)
+from talent_core.store.base import ExpansionCaps, Vector
+from talent_core.store.expand import HopRow, expand
+from talent_core.text import normalise_name, search_tokens
+
+log = logging.getLogger(__name__)
+
+Adjacent = tuple[str, str, bool]  # (neighbour id, relation, stored direction is node -> it)
+
+
+class _Vectors:
+    """Unit vectors by key, as one matrix for cosine top-k and lookups."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]):
+        self.keys = list(vectors)
+        self.row = {k: i for i, k in enumerate(self.keys)}
+        self.matrix = np.stack(list(vectors.values())) if vectors else np.zeros((0, 0))
+
+    def top(self, vector: Vector, k: int) -> list[tuple[str, float]]:
+        if k < 1 or not self.keys:
+            return []
+        sims = self.matrix @ _unit(query_vector(vector))
+        k = min(k, sims.size)
+        best = np.argpartition(-sims, k - 1)[:k].tolist()
+        best.sort(key=lambda j: (-sims[j], self.keys[j]))
+        return [(self.keys[j], float(sims[j])) for j in best]
+
+    def similarity(self, keys: Sequence[str], vector: Vector) -> dict[str, float]:
+        found = [k for k in lookup_keys(keys) if k in self.row]
+        if not found:
+            return {}
+        sims = self.matrix[[self.row[k] for k in found]] @ _unit(query_vector(vector))
+        return dict(zip(found, sims.tolist(), strict=True))
+
+
+@dataclass
+class _Index:
+    """What reads use, built from the stored data on the first read after a write."""
+
+    entities: _Vectors
+    relations: _Vectors
+    by_name: dict[str, list[str]]
+    adjacent: dict[str, list[Adjacent]]
+    sorted_nodes: set[str] = field(default_factory=set)
+    words: dict[str, set[str]] | None = None  # word -> ids, built on the first search
+
+
+class MemoryStore:
+    """GraphReader in process memory; `upsert_*` fill it (see the module docstring)."""
+
+    dialect = "memory"
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._names)} entities, {len(self._edges)} triples)"
+
+    def clear(self) -> None:
+        self._names: dict[str, str] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._relations: dict[str, np.ndarray | None] = {}
+        self._edges: dict[tuple[str, str, str], None] = {}
+        self._dimension: int | None = None
+        self._index: _Index | None = None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    # --- filling it ----------------------------------------------------------------------
+    def upsert_entities(self, rows: Sequence[tuple[str, str, Vector | None]]) -> None:
+        rows = last_per_key(rows)
+        check_keys("entity id", (r[0] for r in rows))
+        check_names("entity", (r[1] for r in rows))
+        vecs = {i: self._checked(v, i) for i, _, v in rows if v is not None}
+        self._names.update((i, n) for i, n, _ in rows)
+        self._vectors.update(vecs)
+        self._index = None
+
+    def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
+        rows = last_per_key(rows)
+        check_keys("relation name", (r[0] for r in rows))
+        vecs = {n: self._checked(v, n) for n, v in rows if v is not None}
+        for n, _ in rows:
+            self._relations.setdefault(n, None)
+        self._relations.update(vecs)
+        self._index = None
+
+    def upsert_triples(self, edges: Sequence[Edge]) -> None:
+        keys = list(dict.fromkeys((e.src, e.rel, e.dst) for e in edges))
+        check_keys("entity id", (x for h, _, t in keys for x in (h, t)))
+        check_keys("relation name", (r for _, r, _ in keys))
+        known = [k for k in keys if k[0] in self._names and k[2] in self._names]
+        self._edges.update(dict.fromkeys(known))
+        self._index = None
+        if len(known) < len(keys):
+            raise_missing_endpoints(self, [Edge(src=h, rel=r, dst=t) for h, r, t in keys])
+
+    def _checked(self, vector: Vector, key: str) -> np.ndarray:
+        v = np.asarray(vector, dtype=np.float32).ravel()
+        if v.size == 0 or not np.isfinite(v).all():
+            raise ValueError(f"{key!r} has an empty or non-finite embedding")
+        if self._dimension is None:
+            self._dimension = v.size
+        elif v.size != self._dimension:
+            raise ValueError(
+                f"{key!r} has an embedding of dimension {v.size}, the store's {self._dimension}"
+            )
+        return _unit(v)
+
+    # --- reads ---------------------------------------------------------------------------
+    @property
+    def _ix(self) -> _Index:
+        if self._index is None:
+            by_name: dict[str, list[str]] = defaultdict(list)
+            for i, n in self._names.items():
+                by_name[normalise_name(n)].append(i)
+            adjacent: dict[str, list[Adjacent]] = defaultdict(list)
+            for h, r, t in self._edges:
+                adjacent[h].append((t, r, True))
+                adjacent[t].append((h, r, False))
+            rel_vecs = {n: v for n, v in self._relations.items() if v is not None}
+            self._index = _Index(
+                _Vectors(self._vectors), _Vectors(rel_vecs), dict(by_name), dict(adjacent)
+            )
+        return self._index
+
+    def top_entities(self, vector: Vector, k: int) -> list[ScoredEntity]:
+        return [
+            ScoredEntity(entity=Entity(id=i, name=self._names[i]), score=s)
+            for i, s in self._ix.entities.top(vector, k)
+        ]
+
+    def top_relations(self, vector: Vector, k: int) -> list[ScoredRelation]:
+        return [ScoredRelation(name=n, score=s) for n, s in self._ix.relations.top(vector, k)]
+
+    def entities_by_name(self, names: Sequence[str]) -> list[Entity]:
+        keys = lookup_keys(normalise_name(n) for n in names)
+        by_name = self._ix.by_name
+        rows = [[k, i, self._names[i]] for k in keys for i in by_name.get(k, ())]
+        return ordered_by_key(rows, keys)
+
+    def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
+        return [Entity(id=i, name=self._names[i]) for i in lookup_keys(ids) if i in self._names]
+
+    def search_names(self, text: str, k: int) -> list[Entity]:
+        tokens = search_tokens(text)
+        if not tokens or k < 1:
+            return []
+        ix = self._ix
+        if ix.words is None:
+            ix.words = defaultdict(set)
+            for i, n in self._names.items():
+                for w in search_tokens(n, max_tokens=1 << 30):
+                    ix.words[w].add(i)
+        score: dict[str, int] = defaultdict(int)
+        for t in tokens:
+            for i in ix.words.get(t, ()):
+                score[i] += 1
+        best = sorted(score, key=lambda i: (-score[i], len(self._names[i]), i))[:k]
+        return [Entity(id=i, name=self._names[i]) for i in best]
+
+    def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
+        return expand(self.entities_by_id(seed_ids), self._fetch_hop, hops, caps)
+
+    def _fetch_hop(self, frontier: list[str], limit: int) -> Iterator[HopRow]:
+        ix = self._ix
+        for fid in frontier:
+            rows = ix.adjacent.get(fid, [])
+            if fid not in ix.sorted_nodes:
+                rows.sort()
+                ix.sorted_nodes.add(fid)
+            for mid, rel, out in rows[:limit]:
+                yield (fid, out, rel, mid, self._names[mid])
+
+    def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
+        return self._ix.entities.similarity(ids, vector)
+
+    def relation_similarity(self, names: Sequence[str], vector: Vector) -> dict[str, float]:
+        return self._ix.relations.similarity(names, vector)
+
+    def stats(self) -> StoreStats:
+        return StoreStats(
+            entities=len(self._names),
+            entities_with_embedding=len(self._vectors),
+            relations=len(self._relations),
+            triples=len(self._edges),
+            store=self.dialect,
+        )
+
+
+def _unit(v: Sequence[float] | np.ndarray) -> np.ndarray:
+    arr = np.asarray(v, dtype=np.float32)
+    n = float(np.linalg.norm(arr))
+    return arr / n if n else arr
