@@ -7,6 +7,7 @@
   talent train retriever|generator  LoRA training (talent_core/llm)
   talent examples FILE              candidate subgraphs + gold answers -> training JSONL
   talent eval FILE                  retrieval and QA metrics over a question file
+  talent eval FILE... --report DIR  every method / LLM mode / sweep point: report.md, plots
   talent app | demo                 the Streamlit UI (demo: load the bundled sample KG first)
 """
 
@@ -84,7 +85,7 @@ def _decode(decode: str | None) -> str | None:
 
 
 def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode,
-              question_format=None):
+              question_format=None, store=None):
     """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
     from talent_core.pipeline import Pipeline
 
@@ -97,7 +98,7 @@ def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriev
         return Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
                         base_model=base_model, adapters=adapters,
                         frozen_retriever=frozen_retriever, decode=_decode(decode),
-                        question_format=question_format)
+                        question_format=question_format, store=store)
     except FileNotFoundError as e:
         raise _fail(str(e)) from None
 
@@ -314,8 +315,12 @@ def examples(
 @app.command("eval")
 @retrieval_options
 def eval_cmd(
-    questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
-    fmt: QuestionFormatOpt = None,
+    questions: Annotated[list[Path], typer.Argument(
+        metavar="FILE...", help="question file(s) with gold answers (several only with "
+        "--report)")],
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help=" | ".join(QUESTION_FORMATS) + " | explagraphs (--report only; the "
+        "ExplaGraphs TSV) (default: guessed from the file name)")] = None,
     mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
     retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
     generator: Annotated[Path | None, typer.Option("--generator")] = None,
@@ -323,14 +328,36 @@ def eval_cmd(
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
     frozen_retriever: FrozenRetriever = False,
-    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="at most N questions (--report: "
+                                              "in all, over every file)")] = None,
     offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
     rows_out: Annotated[Path | None, typer.Option("--rows", help="per-question JSONL")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="write a full report into DIR: rows.jsonl (resumable), report.json, "
+        "report.md and PNG plots, every method x mode x sweep point")] = None,
+    methods: Annotated[str | None, typer.Option(
+        "--methods", help="--report: comma list of vector, pcst-paper, pcst-default, "
+        "llm-ranked, llm-free (explagraphs: graph, llm-ranked, llm-free); default: the "
+        "retrieval-only ones (explagraphs: graph,llm-ranked)")] = None,
+    modes: Annotated[str | None, typer.Option(
+        "--modes", help="--report: LLM modes of the llm-* methods, comma list of full, "
+        "no-retriever, frozen (default full)")] = None,
+    sweep: Annotated[list[str] | None, typer.Option(
+        "--sweep", help="--report, repeatable: k=3,5,10,20 (k_nodes = k_edges = beam = k "
+        "together), lambda=0.001:DIR1,0.01:DIR2 (the retriever adapter trained with each "
+        "lambda; mode full), or any retrieval setting, e.g. edge_cost=0.25,0.5")] = None,
+    sample_seed: Annotated[int | None, typer.Option(
+        "--sample-seed", help="--report with --limit: a seeded sample, balanced over hops")]
+    = None,
+    annotations: Annotated[Path | None, typer.Option(
+        "--annotations", help="--report, explagraphs: pseudo-gold nodes (the JSONL of "
+        "`talent annotate-explagraphs --examples-out`) for the retrieval metrics")] = None,
     verbose: Annotated[bool, typer.Option("-v")] = False,
     *,
     retrieval: dict[str, Any],
 ) -> None:
-    """Retrieval metrics of S (and of the LLM retriever's V-hat) and QA Hit@1."""
+    """Retrieval metrics of S (and of the LLM retriever's V-hat) and QA Hit@1; with
+    --report DIR, every method, LLM mode and sweep point side by side (report.md)."""
     import itertools
 
     from talent_core.evaluate import evaluate
@@ -339,16 +366,33 @@ def eval_cmd(
     from talent_core.questions import QuestionFileError, read_questions
 
     _logging(verbose)
+    if report is not None:
+        if decode is not None:
+            raise _fail("--decode: with --report each LLM method has its decoding "
+                        "(llm-ranked, llm-free)")
+        _eval_report(questions, fmt, retriever, generator, base_model, adapters,
+                     frozen_retriever, limit, offset, report, methods, modes, sweep,
+                     sample_seed, annotations, retrieval)
+        return
+    given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
+                            ("--sample-seed", sample_seed), ("--annotations", annotations))
+             if v]
+    if given:
+        raise _fail(f"{', '.join(given)} need --report DIR")
+    if len(questions) != 1:
+        raise _fail("give one question file (several only with --report DIR)")
     if mode not in ("retrieval", "full", "no-retriever"):
         raise _fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
-    qfmt = _question_format(fmt, questions)
+    if fmt == "explagraphs":
+        raise _fail("--format explagraphs needs --report DIR")
+    qfmt = _question_format(fmt, questions[0])
     config = _retrieval_config(retrieval)
     pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
                       decode, qfmt))
     _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     try:
-        recs = itertools.islice(read_questions(questions, qfmt), offset,
+        recs = itertools.islice(read_questions(questions[0], qfmt), offset,
                                 offset + limit if limit else None)
         summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
     except QuestionFileError as e:
@@ -358,6 +402,52 @@ def eval_cmd(
     if rows_out:
         write_jsonl(rows_out, rows)
     typer.echo(_json.dumps(summary))
+
+
+def _eval_report(questions, fmt, retriever, generator, base_model, adapters, frozen_retriever,
+                 limit, offset, out_dir, methods, modes, sweep, sample_seed, annotations,
+                 retrieval) -> None:
+    """`talent eval --report DIR` (talent_core.report)."""
+    import shlex
+
+    from talent_core.pipeline import Pipeline
+    from talent_core.questions import QuestionFileError
+    from talent_core.report import ReportError, ReportOptions, run_report
+
+    if frozen_retriever:
+        raise _fail("--frozen-retriever: with --report use --modes frozen")
+    if fmt is None:
+        fmt = ("explagraphs" if questions[0].suffix.lower() == ".tsv"
+               else _question_format(None, questions[0]))
+    config = _retrieval_config(retrieval)
+    try:
+        options = ReportOptions.parse(questions, fmt, methods, modes, sweep, config, limit,
+                                      offset, sample_seed, annotations)
+    except ReportError as e:
+        raise _fail(str(e)) from None
+    expla = fmt == "explagraphs"
+    qfmt = None if expla else fmt
+    store = None
+    if expla:  # the graph of each example is S: no store is read
+        from talent_core.store.memory import MemoryStore
+
+        store = MemoryStore()
+    if options.llm:
+        pipe = _pipeline(config, retriever, generator, base_model, adapters, False, None,
+                         qfmt, store=store)
+        _frozen_notice([r for r in pipe.frozen_roles
+                        if r == "generator" or set(options.modes) & {"full"}])
+    else:
+        pipe = Pipeline(retrieval=config, question_format=qfmt, store=store)
+    command = "talent " + shlex.join(sys.argv[1:]) if sys.argv[1:] else None
+    try:
+        rep = run_report(pipe, options, out_dir, command=command)
+    except (ReportError, QuestionFileError) as e:
+        raise _fail(str(e)) from None
+    finally:
+        pipe.close()
+    typer.echo(_json.dumps({"report": str(out_dir / "report.md"), "rows": rep["run"]["rows"],
+                            "computed": rep["run"]["computed"], "plots": rep["plots"]}))
 
 
 server_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server.")

@@ -12,10 +12,23 @@ For a predicted node-name set V̂ and a gold answer set V* (both normalised to s
   f1        = 2 P R / (P + R)           (0 when P + R = 0)
   size      = |V̂|  (distinct normalised names)
 Macro averages are plain means over questions.
+
+Answers (a generated answer list A against the gold answers V*):
+  hit@1          1 if the first non-empty answer of A is in V* (normalised names)
+  hit@any        1 if any answer of A is in V*
+  substring hit  G-Retriever's / RoG's `eval_hit`: 1 if some gold answer, normalised their
+                 way (lowercase, punctuation and the articles a/an/the removed, whitespace
+                 collapsed), occurs as a substring of the generated text, normalised alike
+  answer F1      `retrieval_scores(A, V*).f1` (set F1 over normalised names)
+Out-of-candidate hallucination (TaLenT Appendix F, eqs. 16-17), per question:
+  H = {} if hit@1 = 1 else {v in V̂ minus V_S : v not in V*};
+  rate = sum |H| / sum |V̂| over questions (`hallucinated` gives |H|).
 """
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -71,3 +84,34 @@ def hit_at_1(answers: Sequence[str], gold: Iterable[str]) -> float:
         if n:
             return 1.0 if n in want else 0.0
     return 0.0
+
+
+def hit_at_any(answers: Sequence[str], gold: Iterable[str]) -> float:
+    """1 if ANY generated answer (normalised) is a gold answer."""
+    return 1.0 if name_set(answers) & name_set(gold) else 0.0
+
+
+_PUNCT = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def substring_normalise(text: str) -> str:
+    """G-Retriever's answer normalisation: lowercase, punctuation removed, the articles
+    a / an / the removed, whitespace collapsed."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def substring_hit(text: str, gold: Iterable[str]) -> float:
+    """G-Retriever's hit: 1 if some normalised gold answer occurs in the normalised
+    generated ``text`` (a substring test: "paris" hits "paris, france")."""
+    out = substring_normalise(text)
+    return 1.0 if any((g := substring_normalise(a)) and g in out for a in gold) else 0.0
+
+
+def hallucinated(v_hat: Iterable[str], s_names: Iterable[str], gold: Iterable[str],
+                 hit1: float) -> int:
+    """|H| of TaLenT eq. 16: 0 when the final answer is right (hit@1 = 1), else the number
+    of retrieved names outside S that are not gold (normalised names)."""
+    if hit1:
+        return 0
+    return len(name_set(v_hat) - name_set(s_names) - name_set(gold))

@@ -152,16 +152,33 @@ class Pipeline:
     ) -> Answer:
         """``decode``: "ranked" (every candidate answer scored; answers are KG nodes) or
         "free" (the paper's greedy decoding); default: the pipeline's."""
-        decode = decode or self.decode
         t0 = time.perf_counter()
         candidate = self.retrieve(question, topic_entities, **overrides)
+        return self.answer(candidate, mode, decode, t0=t0)
+
+    def answer(
+        self,
+        candidate: Candidate,
+        mode: Mode = "full",
+        decode: Decode | None = None,
+        retriever: RetrieverModel | None = None,
+        t0: float | None = None,
+    ) -> Answer:
+        """The language-model stages on a given S (``candidate``): what `ask` runs after
+        retrieval, reused by reports that share one S between methods. ``retriever``: a
+        `RetrieverModel` on this pipeline's base model to use instead of its own (the
+        frozen-retriever ablation, another adapter); ``t0``: when the question arrived
+        (``total`` counts from there; default: now)."""
+        decode = decode or self.decode
+        t0 = time.perf_counter() if t0 is None else t0
         question = candidate.question  # brackets removed
         timings = {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
         if mode == "retrieval":
             timings["total"] = (time.perf_counter() - t0) * 1000
             return Answer(question=question, candidate=candidate, timings_ms=timings)
 
-        retriever, generator = self.models
+        own_retriever, generator = self.models
+        retriever = retriever or own_retriever
         selection = None
         if mode == "full":
             t = time.perf_counter()
@@ -185,6 +202,8 @@ class Pipeline:
             answers = [kg.get(a, (a, None))[0] for a in found]  # the KG's casing where known
         timings["generator"] = (time.perf_counter() - t) * 1000
         timings["total"] = (time.perf_counter() - t0) * 1000
+        frozen = [r for r, m in (("retriever", retriever), ("generator", generator))
+                  if m.frozen]
         return Answer(
             question=question,
             answer=answers,
@@ -195,7 +214,7 @@ class Pipeline:
             timings_ms=timings,
             decode=decode,
             ranked=ranked,
-            frozen=self.frozen_roles,
+            frozen=frozen,
         )
 
     def _lookup(self, names: list[str]) -> dict[str, Entity]:
