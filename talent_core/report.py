@@ -1154,9 +1154,10 @@ def write_plots(report: dict[str, Any], out_dir: Path, ref: Point) -> list[str]:
         ax.set_xlabel(title)
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, 105)
+        ax.set_xlim(-0.6, len(cats))
         ax.set_title(f"{ylabel.split(' (')[0]} per {title}"
                      + (f" at {point_label(ref)}" if ref else ""))
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.005, 1))
         ax.grid(axis="y", alpha=0.3)
         save(fig, f"{key}.png")
     # latency per stage: one bar per method / mode, stacked by stage (p50), total p95 marked
