@@ -468,7 +468,7 @@ def _explagraphs_items(path: Path, prefix: str, annotations: Path | None) -> lis
         for line in annotations.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 obj = json.loads(line)
-                if obj.get("gold_nodes") is not None:
+                if obj.get("gold_nodes"):  # an empty annotation is no retrieval gold
                     gold[str(obj.get("id"))] = list(obj["gold_nodes"])
     try:
         records = read_explagraphs(path)

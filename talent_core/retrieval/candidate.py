@@ -36,7 +36,7 @@ import numpy as np
 
 from talent_core.embedding import Embedder
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
-from talent_core.retrieval.config import RetrievalConfig
+from talent_core.retrieval.config import RetrievalConfig, apply_overrides
 from talent_core.retrieval.neighbourhood import OneHop, neighbourhood
 from talent_core.retrieval.paths import PathExpansion, expand_paths
 from talent_core.retrieval.pcst import pcst
@@ -89,9 +89,7 @@ def retrieve(
     reuse one across configurations; see `question_encoding`). Returns a `Candidate` with timings_ms
     {embed, seeds, neighbourhood, pcst, total}.
     """
-    cfg = config or RetrievalConfig()
-    if overrides:
-        cfg = RetrievalConfig.model_validate({**cfg.model_dump(), **overrides})
+    cfg = apply_overrides(config or RetrievalConfig(), **overrides)
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
 
