@@ -172,7 +172,7 @@ class Pipeline:
         decode = decode or self.decode
         t0 = time.perf_counter() if t0 is None else t0
         question = candidate.question  # brackets removed
-        timings = {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
+        timings = retrieval_timings(candidate)
         if mode == "retrieval":
             timings["total"] = (time.perf_counter() - t0) * 1000
             return Answer(question=question, candidate=candidate, timings_ms=timings)
@@ -233,6 +233,11 @@ class Pipeline:
 
     def close(self) -> None:
         self.store.close()
+
+
+def retrieval_timings(candidate: Candidate) -> dict[str, float]:
+    """S's stage timings under the names an Answer reports them: ``retrieve_<stage>``."""
+    return {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
 
 
 def kg_names(context: GraphView, selection: Selection | None) -> dict[str, tuple[str, str]]:

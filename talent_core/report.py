@@ -55,6 +55,7 @@ from talent_core.metrics import (
     substring_hit,
 )
 from talent_core.models import Answer, Candidate, CandidateNode
+from talent_core.pipeline import retrieval_timings
 from talent_core.questions import QARecord, read_questions
 from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
 
@@ -166,9 +167,9 @@ def _llm(decode: str) -> Callable[..., dict[str, Any]]:
         ans = run.pipe.answer(cand, "no-retriever" if mode == "no-retriever" else "full",
                               decode,  # type: ignore[arg-type]
                               retriever=run.retriever(mode, point))
-        timings = {**_retrieve_timings(cand), **{k: v for k, v in ans.timings_ms.items()
-                                                 if not k.startswith("retrieve_")}}
-        timings["total"] = timings.get("retrieve_total", 0.0) + ans.timings_ms["total"]
+        # ans.timings_ms has S's retrieve_* stages already; total = retrieval + LLM stages
+        timings = {**ans.timings_ms, "total": cand.timings_ms.get("total", 0.0)
+                   + ans.timings_ms["total"]}
         return run.score(item, ans.model_copy(update={"timings_ms": timings}), qa=True)
     return compute
 
@@ -193,9 +194,8 @@ DEFAULT_METHODS = {"metaqa": ["vector", "pcst-paper", "pcst-default"],
 
 
 def _retrieve_timings(cand: Candidate) -> dict[str, float]:
-    out = {f"retrieve_{k}": v for k, v in cand.timings_ms.items()}
-    out["total"] = cand.timings_ms.get("total", 0.0)
-    return out
+    """S's stage timings as `Pipeline.answer` reports them, total = retrieval's."""
+    return {**retrieval_timings(cand), "total": cand.timings_ms.get("total", 0.0)}
 
 
 def method_modes(method: Method, modes: Sequence[str]) -> list[str]:
@@ -782,17 +782,21 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def code_commit(repo: Path) -> dict[str, Any]:
-    """{commit, dirty} of the git checkout at ``repo`` (None when not a checkout)."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                                text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=repo, capture_output=True, text=True, timeout=10,
-                               check=True).stdout.strip()
-        return {"commit": commit or None, "dirty": bool(dirty)}
-    except (OSError, subprocess.SubprocessError):
+def code_commit() -> dict[str, Any]:
+    """{commit, dirty} of the checkout the package runs from (`llm.models.git_commit`, the
+    adapters' provenance; None when not a checkout)."""
+    from talent_core.llm.models import git_commit
+
+    commit = git_commit()
+    if commit is None:
         return {"commit": None, "dirty": None}
+    try:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=Path(__file__).resolve().parent, capture_output=True,
+                               text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": commit, "dirty": None}
+    return {"commit": commit, "dirty": bool(dirty)}
 
 
 def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str | None]:
@@ -843,8 +847,7 @@ def run_config(pipe: Pipeline, options: ReportOptions) -> dict[str, Any]:
 
 
 def run_report(pipe: Pipeline, options: ReportOptions, out_dir: Path,
-               command: str | None = None, progress: bool = True,
-               repo: Path | None = None) -> dict[str, Any]:
+               command: str | None = None, progress: bool = True) -> dict[str, Any]:
     """Compute the missing rows (appended to ``out_dir/rows.jsonl``), then write
     report.json, report.md and the plots; returns the report."""
     t_start = time.time()
@@ -906,7 +909,7 @@ def run_report(pipe: Pipeline, options: ReportOptions, out_dir: Path,
             "store": stats,
             "annotations": str(options.annotations) if options.annotations else None,
         },
-        "code": code_commit(repo or Path(__file__).resolve().parents[1]),
+        "code": code_commit(),
         "packages": package_versions(),
         "machine": machine(),
         "methods": {n: {"description": METHODS[n].description, "llm": METHODS[n].llm,

@@ -5,8 +5,8 @@ vector (BLAKE2b of the text seeds the generator), so tests (loader crash / idemp
 in subprocesses, latency benches on synthetic KGs) run without loading a model. Vector search
 over it only finds identical strings.
 
-`install()` makes `TALENT_EMBEDDING_MODEL=hash[:DIM]` select it in this process (the loaders'
-`make_embedder` and `talent_core.embedding.get_embedder` are wrapped); subprocess tests run a
+`install()` makes `TALENT_EMBEDDING_MODEL=hash[:DIM]` select it for loads in this process (the
+loaders' `make_embedder` is wrapped; only the loader CLI runs this way); subprocess tests run a
 CLI through `python tests/hash_cli.py MODULE ARGS...`, which calls it first.
 """
 
@@ -58,16 +58,11 @@ def parse_hash_model(name: str) -> int | None:
 def install() -> None:
     """Let `hash[:DIM]` model names select `HashEmbedder` in this process."""
     import loaders.embedders as le
-    import talent_core.embedding as te
 
-    real_make, real_get = le.make_embedder, te.get_embedder
+    real_make = le.make_embedder
 
     def make_embedder(settings, *args, **kwargs):
         dim = parse_hash_model(settings.embedding_model)
         return HashEmbedder(dim) if dim is not None else real_make(settings, *args, **kwargs)
 
-    def get_embedder(model: str = "minilm", *args, **kwargs):
-        dim = parse_hash_model(model)
-        return HashEmbedder(dim) if dim is not None else real_get(model, *args, **kwargs)
-
-    le.make_embedder, te.get_embedder = make_embedder, get_embedder
+    le.make_embedder = make_embedder
