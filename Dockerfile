@@ -28,6 +28,11 @@ USER talent
 ENV TALENT_DATA_DIR=/data \
     HOME=/home/talent
 
+# Inside the container the UI must listen on 0.0.0.0 to be reachable through a published
+# port at all; WHO reaches it is decided when publishing. The UI has no authentication and
+# can write to the store, so publish it on loopback only:
+#   docker run -p 127.0.0.1:8501:8501 ...   (docker-compose.yml does this by default)
+# and put an authenticating reverse proxy or an SSH tunnel in front to reach it from elsewhere.
 EXPOSE 8501
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=5 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)" || exit 1

@@ -11,13 +11,21 @@ Run: `talent app` (or `streamlit run app/main.py`).
 from __future__ import annotations
 
 import tempfile
+import typing
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
+from app.safe import plain, upload_path
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
-from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, field_bounds
+from talent_core.retrieval.config import (
+    Method,
+    RetrievalConfig,
+    RetrievalSettingsError,
+    field_bounds,
+)
 
 st.set_page_config(page_title="TaLenT GraphQA", layout="wide")
 
@@ -80,8 +88,7 @@ def ask_page() -> None:
     with st.sidebar:
         st.header("Models")
         mode = st.radio(
-            "Mode",
-            ["retrieval", "full", "no-retriever"],
+            "Mode", ["retrieval", "full", "no-retriever"], key="mode",
             help="retrieval: candidate subgraph only (no LLM). full: LLM retriever + "
             "generator. no-retriever: S straight to the generator (ablation).",
         )
@@ -102,17 +109,34 @@ def ask_page() -> None:
                                      ("bundled", "none") else "")
         st.header("Retrieval")
         defaults = RetrievalConfig()
-        k = st.slider("k (nodes = edges = path beam)", 1, 20, defaults.k_nodes,
-                      help="k_nodes and, by prize rule, k_edges (paper) or beam (default)")
+        method = st.selectbox(
+            "Retriever", list(typing.get_args(Method)), key="method",
+            help=RetrievalConfig.model_fields["method"].description)
         lo, hi = field_bounds("hops")
         hops = st.slider("hops", int(lo or 1), int(hi or defaults.hops), defaults.hops)
-        prizes = st.selectbox("prize rule", ["default", "paper"])
+        overrides: dict[str, Any] = dict(method=method, hops=hops)
+        if method in ("pcst", "vector"):
+            k = st.slider("k (nodes = edges = path beam)", 1, 20, defaults.k_nodes,
+                          help="k_nodes and, by prize rule, k_edges (paper) or beam (default)")
+            overrides.update(k_nodes=k, k_edges=k, beam=k)
+        if method == "pcst":
+            overrides["prizes"] = st.selectbox("prize rule", ["default", "paper"])
+        elif method == "subgraphrag":
+            overrides["top_triples"] = st.slider(
+                "K triples", 5, 200, defaults.top_triples,
+                help=RetrievalConfig.model_fields["top_triples"].description)
+        elif method == "grag":
+            overrides["top_egos"] = st.slider(
+                "N ego-graphs", 1, 10, defaults.top_egos,
+                help=RetrievalConfig.model_fields["top_egos"].description)
+            overrides["ego_hops"] = st.slider("ego-graph radius", 1, int(hi or 3),
+                                              defaults.ego_hops)
         st.caption(f"store: {settings.store}")
 
     try:
         pipe = get_pipeline(adapters.strip(), decode, settings.base_model)
     except FileNotFoundError as e:
-        st.error(str(e))
+        st.error(plain(str(e)))
         return
     stats = pipe.stats()
     st.title("TaLenT GraphQA")
@@ -136,11 +160,10 @@ def ask_page() -> None:
     if not st.button("Ask", type="primary") or not question.strip():
         return
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
-    overrides = dict(k_nodes=k, k_edges=k, beam=k, hops=hops, prizes=prizes)
     try:
         pipe.retrieval_config(**overrides)
     except RetrievalSettingsError as e:
-        st.error(str(e))
+        st.error(plain(str(e)))
         return
     if mode != "retrieval":
         frozen = pipe.frozen_in(mode)
@@ -150,18 +173,18 @@ def ask_page() -> None:
         try:
             ensure_models(pipe)
         except Exception as e:
-            st.error(f"{type(e).__name__}: {e}")
+            st.error(plain(f"{type(e).__name__}: {e}"))
             return
     with st.spinner("Retrieving…" if mode == "retrieval" else "Retrieving and generating…"):
         try:
             answer = pipe.ask(question, topics, mode=mode, decode=decode, **overrides)
         except Exception as e:  # shown to the analyst, not swallowed
-            st.error(f"{type(e).__name__}: {e}")
+            st.error(plain(f"{type(e).__name__}: {e}"))
             return
 
     if mode != "retrieval":
         st.subheader("Answer")
-        st.markdown(" | ".join(f"**{a}**" for a in answer.answer) or "_(no answer)_")
+        st.markdown(" | ".join(f"**{plain(a)}**" for a in answer.answer) or "_(no answer)_")
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
         st.caption(f"{answer.decode} decoding · {who}")
         if answer.ranked:
@@ -174,7 +197,7 @@ def ask_page() -> None:
                 st.code(answer.raw or "")
     cand = answer.candidate
     st.caption(
-        f"S: {len(cand.nodes)} nodes, {len(cand.edges)} edges"
+        f"S ({cand.method}): {len(cand.nodes)} nodes, {len(cand.edges)} edges"
         + (" · neighbourhood truncated by a cap" if cand.truncated else "")
         + " · " + ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
     )
@@ -184,6 +207,11 @@ def ask_page() -> None:
     with tabs[0]:
         if cand.nodes:
             st.graphviz_chart(dot_graph(answer))
+            if cand.method == "grag":
+                from talent_core.retrieval.grag import describe
+
+                with st.expander("GRAG text view (a tree per ego-graph centre)"):
+                    st.code(describe(cand), language=None)
         else:
             st.info("No candidate subgraph: no seed entity was found for this question.")
     with tabs[1]:
@@ -228,16 +256,16 @@ def load_page() -> None:
     if upload is None or not st.button("Load", type="primary"):
         return
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / upload.name
+        path = upload_path(Path(tmp), upload.name)
         path.write_bytes(upload.getvalue())
         rejects = Path(tmp) / "rejects.tsv" if on_error == "skip" else None
         pipe = get_pipeline("none", "ranked", get_settings().base_model)
         try:
-            with st.spinner(f"Loading {upload.name}…"):
+            with st.spinner(f"Loading {plain(path.name)}…"):
                 report = pipe.load(path, fmt, on_error=on_error, rejects=rejects,
                                    progress=False)
         except Exception as e:
-            st.error(str(e))
+            st.error(plain(str(e)))
             return
         st.success("Loaded.")
         st.json(report.model_dump(mode="json"))

@@ -8,9 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from loaders import FORMATS
-from loaders.base import LoadError, LoadOptions, LoadReport, Reader, TextEmbedder, run_load
+from loaders.base import (
+    LoadError,
+    LoadOptions,
+    LoadReport,
+    Reader,
+    TextEmbedder,
+    check_outputs,
+    run_load,
+)
 from loaders.explagraphs import ExplaGraphsReader
-from loaders.io import DEFAULT_MAX_LINE_LENGTH
+from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES
 from loaders.metaqa import MetaQAReader
 from loaders.ntriples import NTriplesReader
 from loaders.rog import open_rog
@@ -69,8 +77,10 @@ def open_reader(
     max_line_length: int | None = None,
     concepts: str = "example",
     rdf_relations: str = "local",
+    max_record_lines: int | None = None,
 ) -> Reader:
     mll = max_line_length or DEFAULT_MAX_LINE_LENGTH
+    mrl = max_record_lines or DEFAULT_MAX_RECORD_LINES
     if format == "metaqa":
         return MetaQAReader(Path(path), max_line_length=mll)
     if format == "triples":
@@ -79,7 +89,9 @@ def open_reader(
             delim = parse_delimiter(delimiter)
         except ValueError as e:
             raise LoadError(path, None, str(e)) from None
-        return TriplesReader(Path(path), delimiter=delim, columns=cols, max_line_length=mll)
+        return TriplesReader(
+            Path(path), delimiter=delim, columns=cols, max_line_length=mll, max_record_lines=mrl
+        )
     if format == "ntriples":
         return NTriplesReader(Path(path), relation_names=rdf_relations, max_line_length=mll)  # type: ignore[arg-type]
     if format == "explagraphs":
@@ -92,6 +104,7 @@ def open_reader(
             concepts=concepts,
             delimiter=delim,
             max_line_length=mll,  # type: ignore[arg-type]
+            max_record_lines=mrl,
         )
     if format == "rog":
         return open_rog(path, split, max_line_length)
@@ -119,8 +132,9 @@ def load_path(
     """Load one input into the store (opened from `settings` when not given).
 
     `options` are `LoadOptions` fields (limit, on_error, rejects, self_loops,
-    max_line_length, progress, dry_run, on_commit). RoG questions and ExplaGraphs examples go
-    to `<data_dir>/questions/<dataset>.jsonl` unless `side_output_path` is given.
+    max_line_length, max_record_lines, progress, dry_run, on_commit). RoG questions and
+    ExplaGraphs examples go to `<data_dir>/questions/<dataset>.jsonl` unless
+    `side_output_path` is given.
     """
     settings = settings or get_settings()
     path = str(path)
@@ -134,15 +148,25 @@ def load_path(
         max_line_length=options.get("max_line_length"),
         concepts=concepts,
         rdf_relations=rdf_relations,
+        max_record_lines=options.get("max_record_lines"),
     )
     owned_store = None
     try:
-        if options.get("max_line_length") is None:
-            options.pop("max_line_length", None)
+        for knob in ("max_line_length", "max_record_lines"):
+            if options.get(knob) is None:
+                options.pop(knob, None)
         if reader.side_output is not None and options.get("side_output_path") is None:
+            if dataset is not None and not re.fullmatch(r"[\w][\w.-]*", dataset):
+                raise LoadError(
+                    path, None, f"--dataset {dataset!r}: use letters, digits, '.', '_', '-' "
+                    "(it names a file in <data_dir>/questions)"
+                )
             name = dataset or dataset_name(path, split)
             options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
         opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)
+        # a rejects path naming a directory (or an unwritable place) fails here, before the
+        # store is opened and its schema written
+        check_outputs(opts, reader)
         if not opts.dry_run:
             if embedder is None:
                 from loaders.embedders import make_embedder

@@ -51,15 +51,56 @@ from talent_core.store.base import GraphStore
 log = logging.getLogger(__name__)
 
 
+def check_output_path(path: Path, what: str) -> None:
+    """Raise LoadError unless `path` can become a regular file written by rename: called
+    for the rejects and side-output files BEFORE the load touches the store (a `--rejects`
+    naming a directory must not fail after everything was committed)."""
+    path = Path(path)
+    if path.is_dir():
+        raise LoadError(str(path), None, f"{what} file: is a directory (name a file)")
+    if path.exists() and not path.is_file():
+        raise LoadError(str(path), None, f"{what} file: exists and is not a regular file")
+    parent = path.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LoadError(str(path), None, f"{what} file: cannot create its folder: {e}") from None
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise LoadError(str(path), None, f"{what} file: its folder {parent} is not writable")
+    tmp = path.with_name(path.name + ".tmp")
+    if tmp.is_dir():
+        raise LoadError(str(path), None, f"{what} file: {tmp} is a directory")
+
+
+def check_outputs(opts: LoadOptions, reader: Reader | None = None) -> None:
+    """`check_output_path` for the rejects file and (when the reader has one) the side
+    output."""
+    if opts.rejects is not None:
+        check_output_path(opts.rejects, "rejects")
+    if opts.side_output_path is not None and (reader is None or reader.side_output is not None):
+        check_output_path(opts.side_output_path, "side output")
+
+
 class AtomicJsonl:
     """JSONL written to `<path>.tmp` and renamed over `path` by `commit()`; `abort()`
-    deletes the temporary file. Nothing half-written is ever visible at `path`."""
+    deletes the temporary file. Nothing half-written is ever visible at `path`.
 
-    def __init__(self, path: Path):
+    Text that cannot be encoded as UTF-8 (a lone surrogate from a JSON `"\\ud800"`) is
+    written as its `\\udXXX` escape, which is the same JSON string: the file stays valid
+    JSON and reads back to the same value."""
+
+    def __init__(self, path: Path, what: str = "output"):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_output_path(self.path, what)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
-        self._f = open(self.tmp, "w", encoding="utf-8")  # noqa: SIM115 - commit/abort close
+        try:
+            self._f = open(  # noqa: SIM115 - commit/abort close
+                self.tmp, "w", encoding="utf-8", errors="backslashreplace"
+            )
+        except OSError as e:
+            raise LoadError(
+                str(self.path), None, f"{what} file: cannot write {self.tmp}: {e}"
+            ) from None
         self.count = 0
 
     def write(self, obj: dict[str, Any]) -> None:
@@ -115,6 +156,8 @@ def _batches(
             continue
         if item.head == item.tail:
             report.self_loops += 1
+        if item.raw is not None and "\n" in item.raw:
+            report.multiline_rows += 1
         batch.rows.append(item)
         batch.last_line = item.line
         if len(batch.rows) >= opts.batch_size:
@@ -134,13 +177,14 @@ def run_load(
     mode (and for file-level problems in any mode); returns the report otherwise."""
     t0 = time.perf_counter()
     report = LoadReport(source=reader.source, format=reader.format, dry_run=opts.dry_run)
+    check_outputs(opts, reader)  # before anything is written anywhere
     if not opts.dry_run:
         if store is None or embedder is None:
             raise ValueError("a store and an embedder are needed unless dry_run")
         report.store_before = store.stats()
-    rejects = AtomicJsonl(opts.rejects) if opts.rejects is not None else None
+    rejects = AtomicJsonl(opts.rejects, "rejects") if opts.rejects is not None else None
     side = (
-        AtomicJsonl(opts.side_output_path)
+        AtomicJsonl(opts.side_output_path, "side output")
         if opts.side_output_path is not None
         and reader.side_output is not None
         and not opts.dry_run  # a dry run writes nothing but the rejects file
@@ -286,6 +330,8 @@ def _prepare(
 
 __all__ = [
     "AtomicJsonl",
+    "check_output_path",
+    "check_outputs",
     "BadRow",
     "Item",
     "LoadError",

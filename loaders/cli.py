@@ -20,6 +20,7 @@ import typer
 
 from loaders import FORMATS
 from loaders.base import LoadError, LoadReport
+from talent_core.text import printable
 
 log = logging.getLogger("loaders")
 
@@ -168,6 +169,15 @@ def load(
             help="Longest accepted line in bytes (default 1 MiB; 256 MiB for rog records).",
         ),
     ] = None,
+    max_record_lines: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="triples/explagraphs: most lines one CSV record may span (quoted fields "
+            "holding newlines; default 32). A quote left open longer makes its first line a "
+            "bad row, and the lines after it are read as rows.",
+        ),
+    ] = None,
     concepts: Annotated[
         ConceptScope,
         typer.Option(help="explagraphs: concept nodes per example (default) or merged globally."),
@@ -223,20 +233,29 @@ def load(
             rejects=rejects,
             self_loops=self_loops.value,
             max_line_length=max_line_length,
+            max_record_lines=max_record_lines,
             progress=progress and sys.stderr.isatty(),
             dry_run=dry_run,
         )
     except LoadError as e:
-        typer.echo(f"error: {e}", err=True)
+        # KG text is escaped: control characters must not reach the terminal, and a lone
+        # surrogate must not make the message itself fail to print
+        typer.echo(f"error: {printable(e, keep_newlines=True)}", err=True)
         if e.raw:
-            typer.echo(f"  row: {e.raw[:300]}", err=True)
+            typer.echo(f"  row: {printable(e.raw[:300])}", err=True)
         raise typer.Exit(1) from None
     if json:
         typer.echo(report.model_dump_json(indent=2))
     else:
-        typer.echo(_summary(report))
+        typer.echo(printable(_summary(report), keep_newlines=True))
     if report.rejected:
         log.warning("%d rows rejected; see %s", report.rejected, report.rejects_file)
+    if report.multiline_rows:
+        log.warning(
+            "%d rows hold a quoted field spanning lines (kept); check the file if no value "
+            "should contain a newline",
+            report.multiline_rows,
+        )
 
 
 def stats(

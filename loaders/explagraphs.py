@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from loaders.base import BadRow, Item, LoadError, Record, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
+from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, preview
 from loaders.lines import TextFileReader
 from talent_core.questions import LABELS, GraphSyntaxError, parse_graph
 
@@ -53,8 +53,9 @@ class ExplaGraphsReader(TextFileReader):
         concepts: Literal["example", "global"] = "example",
         delimiter: str = "\t",
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
     ):
-        super().__init__(path, max_line_length)
+        super().__init__(path, max_line_length, max_record_lines)
         if concepts not in ("example", "global"):
             raise ValueError("concepts must be 'example' or 'global'")
         self.concepts = concepts
@@ -62,6 +63,7 @@ class ExplaGraphsReader(TextFileReader):
 
     def __iter__(self) -> Iterator[Item]:
         idx: dict[str, int] | None = None
+        width = len(COLUMNS)  # fields every row must have (the header's when there is one)
         for item in self.csv_records(delimiter=self.delimiter):
             if isinstance(item, BadRow):
                 if idx is None:
@@ -74,8 +76,17 @@ class ExplaGraphsReader(TextFileReader):
             if idx is None:
                 idx = self._header(fields, line, raw)
                 if idx is not None:
+                    width = len(fields)
                     continue
                 idx = {c: i for i, c in enumerate(COLUMNS)}  # headerless: the GraphQA order
+            if len(fields) > width:
+                yield BadRow(
+                    line,
+                    f"too many fields: expected {width}, found {len(fields)} (an unquoted "
+                    f"{self.delimiter!r} inside a value?)",
+                    preview(raw),
+                )
+                continue
             yield from self._example(line, fields, raw, idx)
         if idx is None:
             raise LoadError(self.source, None, "empty input: no rows")

@@ -12,12 +12,16 @@ import codecs
 import gzip
 import json
 import os
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Self
 
 DEFAULT_MAX_LINE_LENGTH = 1 << 20  # bytes; line-per-triple formats
 DEFAULT_MAX_RECORD_LENGTH = 256 << 20  # bytes; one RoG record (a whole question graph)
+# physical lines one CSV record may span (quoted fields holding newlines); past it the
+# record's first line is a bad row (an unclosed quote) and the lines after it are re-read
+DEFAULT_MAX_RECORD_LINES = 32
 _CHUNK = 1 << 16
 
 
@@ -31,6 +35,11 @@ class LineError(Exception):
         self.raw = raw
 
 
+class RecordTooLong(LineError):
+    """A multi-line record (a CSV quoted field spanning lines) passed the record bounds;
+    `line` is the record's first line."""
+
+
 def preview(data: bytes | str, limit: int = 200) -> str:
     """A printable excerpt of a raw line for messages and rejects files."""
     if isinstance(data, bytes):
@@ -38,18 +47,41 @@ def preview(data: bytes | str, limit: int = 200) -> str:
     return data if len(data) <= limit else data[:limit] + f"... [{len(data)} chars]"
 
 
+class _Overlong:
+    """A physical line over the length cap (its head, its full size)."""
+
+    __slots__ = ("head", "size")
+
+    def __init__(self, head: bytes, size: int):
+        self.head = head
+        self.size = size
+
+
 class LineSource:
     """Iterate the decoded lines of a file, one at a time, with 1-based line numbers.
 
     `next()` returns the line text without its line terminator, or raises `LineError` for a
     bad line (and can be called again for the next one), or `StopIteration` at the end.
-    A UTF-8 byte-order mark on line 1 is dropped. `raw_since_mark()` returns the lines read
-    since the last `mark()`, so a multi-line CSV record can be reported whole.
+    A UTF-8 byte-order mark at the start of ANY line is dropped (line 1, and the start of
+    each file of a concatenation `cat a.csv b.csv`): it is never part of a key.
+
+    Record mode (`keep_newline`, used under csv.reader): lines keep their terminator and the
+    physical lines since the last `mark()` are kept, at most `max_record_lines` lines and
+    `max_line_length` bytes: past either bound `RecordTooLong` is raised (an unclosed quote
+    must not swallow the rest of the file). `raw_since_mark()` gives the record's text for
+    messages; `unread_after_first()` puts the record's lines after its first back, so that
+    a bad first line (a stray quote) costs that line only.
     """
 
-    def __init__(self, path: Path, max_line_length: int = DEFAULT_MAX_LINE_LENGTH):
+    def __init__(
+        self,
+        path: Path,
+        max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
+    ):
         self.path = Path(path)
         self.max_line_length = max_line_length
+        self.max_record_lines = max_record_lines
         # a .gz file is read through gzip; sizes and positions are the compressed file's
         self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
         self._f: BinaryIO = (
@@ -58,22 +90,27 @@ class LineSource:
         )
         self.total_bytes = os.fstat(self._raw.fileno()).st_size
         self.line = 0  # number of the last line returned / raised
-        self._record: list[str] = []
         self._mark_line = 1
-        # csv mode: keep the line ends (csv.reader needs them for newlines inside quoted
-        # fields) and the raw lines of the current record (for messages); off otherwise,
-        # so that nothing accumulates
+        # record mode: keep the line ends (csv.reader needs them for newlines inside quoted
+        # fields) and the physical lines of the current record (messages, unread); off
+        # otherwise, so that nothing accumulates
         self.keep_newline = False
+        self._record: list[str] = []  # decoded text of the record's lines
+        self._phys: list[bytes | _Overlong] = []  # the same lines as read, for unread
+        self._record_bytes = 0
+        self._pushback: deque[bytes | _Overlong] = deque()
 
     # iterator protocol (usable as the input of csv.reader)
     def __iter__(self) -> LineSource:
         return self
 
-    def __next__(self) -> str:
+    def _physical(self) -> bytes | _Overlong | None:
+        """The next physical line as read (with its terminator), or None at the end."""
+        if self._pushback:
+            return self._pushback.popleft()
         data = self._f.readline(self.max_line_length + 1)
         if not data:
-            raise StopIteration
-        self.line += 1
+            return None
         if len(data) > self.max_line_length and not data.endswith(b"\n"):
             head = data[:200]
             skipped = len(data)
@@ -82,18 +119,44 @@ class LineSource:
                 skipped += len(more)
                 if not more or more.endswith(b"\n"):
                     break
+            return _Overlong(head, skipped)
+        return data
+
+    def __next__(self) -> str:
+        item = self._physical()
+        if item is None:
+            raise StopIteration
+        self.line += 1
+        if self.keep_newline:
+            self._phys.append(item)
+            self._record_bytes += item.size if isinstance(item, _Overlong) else len(item)
+            if len(self._phys) > 1 and (
+                len(self._phys) > self.max_record_lines
+                or self._record_bytes > self.max_line_length
+            ):
+                first = self._phys[0]
+                raise RecordTooLong(
+                    self._mark_line,
+                    "unterminated quoted field: the record starting on this line runs over "
+                    f"{len(self._phys) - 1} more lines without closing its quote (limits: "
+                    f"{self.max_record_lines} lines, {self.max_line_length} bytes; a stray "
+                    '\'"\'?); the lines after it are read as rows of their own',
+                    preview(first.head if isinstance(first, _Overlong) else first.rstrip(b"\r\n")),
+                )
+        if isinstance(item, _Overlong):
             raise LineError(
                 self.line,
                 f"line longer than the maximum of {self.max_line_length} bytes "
-                f"({skipped} bytes; raise --max-line-length if it is legitimate)",
-                preview(head) + "...",
+                f"({item.size} bytes; raise --max-line-length if it is legitimate)",
+                preview(item.head) + "...",
             )
-        ended = data.endswith(b"\n")
-        if ended:
-            data = data[:-1]
+        data = item
+        end = ""
+        if data.endswith(b"\n"):
+            data, end = data[:-1], "\n"
             if data.endswith(b"\r"):
-                data = data[:-1]
-        if self.line == 1 and data.startswith(codecs.BOM_UTF8):
+                data, end = data[:-1], "\r\n"
+        if data.startswith(codecs.BOM_UTF8):
             data = data[len(codecs.BOM_UTF8) :]
         try:
             text = data.decode("utf-8")
@@ -104,24 +167,42 @@ class LineSource:
                 preview(data),
             ) from None
         if self.keep_newline:
+            # the terminator as read: csv.reader ends records on either, and a quoted field
+            # holding "\r\n" keeps it exactly
             self._record.append(text)
-            return text + "\n" if ended else text
+            return text + end
         return text
 
     def rewind(self) -> None:
         """Back to the start of the file (after peeking at the first line)."""
         self._f.seek(0)
+        self._pushback.clear()
         self.line = 0
         self.mark()
 
     def mark(self) -> None:
         """Start a new record at the next line."""
         self._record = []
+        self._phys = []
+        self._record_bytes = 0
         self._mark_line = self.line + 1
 
     def raw_since_mark(self) -> tuple[int, str]:
         """(first line number, raw text) of the lines read since `mark()`."""
         return self._mark_line, "\n".join(self._record)
+
+    def lines_since_mark(self) -> int:
+        """Physical lines read since `mark()` (readable or not)."""
+        return len(self._phys)
+
+    def unread_after_first(self) -> None:
+        """Put back every line of the current record but its first: the next `next()`
+        returns the record's second line again, with its line number."""
+        rest = self._phys[1:]
+        if rest:
+            self._pushback.extendleft(reversed(rest))
+            self.line = self._mark_line
+        self.mark()
 
     def position(self) -> int:
         return self._raw.tell()
@@ -135,6 +216,13 @@ class LineSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def json_depth_limit() -> int:
+    """About how deep a JSON value may nest before the parser's recursion limit (messages)."""
+    import sys
+
+    return sys.getrecursionlimit()
 
 
 def iter_json_array(src: LineSource) -> Iterator[tuple[int, object | LineError]]:
@@ -191,6 +279,12 @@ def iter_json_array(src: LineSource) -> Iterator[tuple[int, object | LineError]]
             yield error("unterminated JSON array (missing ']')")
             return
         if buf[0] == "]" and (first or not expect_value):
+            buf = buf[1:]
+            if skip_ws():  # nothing but whitespace may follow the array
+                yield error(
+                    "data after the end of the top-level JSON array (one array per .json "
+                    "file; for one record a line use .jsonl)"
+                )
             return
         if not expect_value:
             if buf[0] != ",":
@@ -203,6 +297,9 @@ def iter_json_array(src: LineSource) -> Iterator[tuple[int, object | LineError]]
             try:
                 value, end = decoder.raw_decode(buf)
                 break
+            except RecursionError:
+                yield error(f"invalid JSON: element nested more than {json_depth_limit()} deep")
+                return
             except json.JSONDecodeError as e:
                 if eof or len(buf) > src.max_line_length:
                     why = (

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from loaders.base import BadRow, LoadError
-from loaders.io import LineError, LineSource
+from loaders.io import DEFAULT_MAX_RECORD_LINES, LineError, LineSource, RecordTooLong, preview
 
 
 class TextFileReader:
@@ -15,14 +15,18 @@ class TextFileReader:
     side_output: str | None = None
     format = "text"
 
-    def __init__(self, path: Path, max_line_length: int):
+    def __init__(
+        self, path: Path, max_line_length: int, max_record_lines: int = DEFAULT_MAX_RECORD_LINES
+    ):
         self.path = Path(path)
         self.source = str(path)
         if not self.path.exists():
             raise LoadError(self.source, None, "no such file")
         if not self.path.is_file():
             raise LoadError(self.source, None, "not a regular file")
-        self.src = LineSource(self.path, max_line_length=max_line_length)
+        self.src = LineSource(
+            self.path, max_line_length=max_line_length, max_record_lines=max_record_lines
+        )
         if self.src.total_bytes == 0:
             self.src.close()
             raise LoadError(self.source, None, "empty file (0 bytes)")
@@ -40,7 +44,12 @@ class TextFileReader:
             yield self.src.line, text
 
     def csv_records(self, **fmt: object) -> Iterator[tuple[int, list[str], str] | BadRow]:
-        """CSV records (fields may be quoted and span lines): (first line, fields, raw)."""
+        """CSV records (fields may be quoted and span lines): (first line, fields, raw).
+
+        A record spanning lines is bounded (`max_record_lines` lines, `max_line_length`
+        bytes); when it passes a bound or does not parse, its FIRST line is the bad row (a
+        stray quote there opened the field) and the lines after it are read again as
+        records of their own: one bad quote costs one row, never the rest of the file."""
         old = csv.field_size_limit()
         csv.field_size_limit(max(old, self.src.max_line_length))
         self.src.keep_newline = True
@@ -51,12 +60,28 @@ class TextFileReader:
                 fields = next(reader)
             except StopIteration:
                 return
-            except LineError as e:
+            except RecordTooLong as e:
                 yield BadRow(e.line, e.reason, e.raw)
+                self.src.unread_after_first()
                 continue
-            except csv.Error as e:
-                line, raw = self.src.raw_since_mark()
-                yield BadRow(line, f"malformed CSV: {e}", raw[:2000])
+            except (LineError, csv.Error) as e:
+                first, raw = self.src.raw_since_mark()
+                spanned = self.src.lines_since_mark()
+                if spanned > 1:  # a multi-line record failed: blame its first line only
+                    what = e.reason if isinstance(e, LineError) else f"malformed CSV: {e}"
+                    at = f" at line {e.line}" if isinstance(e, LineError) else ""
+                    yield BadRow(
+                        first,
+                        "unterminated quoted field: the record starting on this line "
+                        f"does not parse over {spanned} lines ({what}{at}; a stray '\"'?); "
+                        "the lines after it are read as rows of their own",
+                        preview(raw.split("\n", 1)[0]),
+                    )
+                    self.src.unread_after_first()
+                elif isinstance(e, LineError):
+                    yield BadRow(e.line, e.reason, e.raw)
+                else:
+                    yield BadRow(first, f"malformed CSV: {e}", raw[:2000])
                 continue
             line, raw = self.src.raw_since_mark()
             if len(raw) > self.src.max_line_length:

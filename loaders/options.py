@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from loaders.io import DEFAULT_MAX_LINE_LENGTH
+from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES
 from talent_core.models import StoreStats
 
 OnError = Literal["fail", "skip"]
@@ -24,6 +24,9 @@ class LoadOptions:
     rejects: Path | None = None
     self_loops: SelfLoops = "keep"
     max_line_length: int = DEFAULT_MAX_LINE_LENGTH
+    # CSV formats: physical lines one record may span (quoted fields with newlines); read by
+    # the reader (loaders.api.open_reader), kept here so that load_path takes it as an option
+    max_record_lines: int = DEFAULT_MAX_RECORD_LINES
     max_name_length: int = 4096  # characters; longer entity/relation names are rejected
     side_output_path: Path | None = None  # where Records go (questions/examples JSONL)
     progress: bool = True
@@ -38,6 +41,8 @@ class LoadOptions:
             raise ValueError("limit must be >= 0")
         if self.on_error not in ("fail", "skip"):
             raise ValueError("on_error must be 'fail' or 'skip'")
+        if self.max_record_lines < 1:
+            raise ValueError("max_record_lines must be >= 1")
         if self.self_loops not in ("keep", "reject"):
             raise ValueError("self_loops must be 'keep' or 'reject'")
 
@@ -61,6 +66,7 @@ class LoadReport(BaseModel):
     rejected: int = 0
     self_loops: int = 0  # rows with head == tail (kept unless self_loops="reject")
     whitespace_stripped: int = 0  # rows whose keys had surrounding whitespace (stripped)
+    multiline_rows: int = 0  # CSV rows with a quoted field spanning lines (kept; shown)
     new_entities_embedded: int = 0
     new_relations_embedded: int = 0
     batches: int = 0

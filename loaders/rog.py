@@ -27,8 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from loaders.base import BadRow, Item, LoadError, Record, Row
-from loaders.io import DEFAULT_MAX_RECORD_LENGTH, LineError, iter_json_array, preview
+from loaders.io import (
+    DEFAULT_MAX_RECORD_LENGTH,
+    LineError,
+    iter_json_array,
+    json_depth_limit,
+    preview,
+)
 from loaders.lines import TextFileReader
+from talent_core.text import char_problem, printable
 
 REQUIRED_FIELDS = ("question", "graph")
 _PARQUET_BATCH = 64  # records per parquet read; bounded memory whatever the file size
@@ -46,12 +53,21 @@ def _as_list(value: Any) -> list[Any] | None:
     return None
 
 
+def _dump(value: Any) -> str:
+    """A preview of a JSON value for messages; never raises (a value nested almost to the
+    parser's limit can exceed the recursion limit again when dumped from deeper down)."""
+    try:
+        return preview(json.dumps(value, ensure_ascii=False, default=str))
+    except (RecursionError, ValueError):
+        return f"<a JSON {type(value).__name__} nested too deeply to show>"
+
+
 def record_items(rec: Any, line: int, source_name: str) -> Iterator[Item]:
     """Validate one RoG record: a Record (the question) and one Row per graph triple,
     or a single BadRow for a record that is unusable as a whole."""
 
     def raw() -> str:  # only computed for a rejected record (records can be large)
-        return preview(json.dumps(rec, ensure_ascii=False, default=str))
+        return _dump(rec)
 
     if not isinstance(rec, dict):
         yield BadRow(line, f"record is a JSON {type(rec).__name__}, expected an object", raw())
@@ -62,15 +78,27 @@ def record_items(rec: Any, line: int, source_name: str) -> Iterator[Item]:
         return
     rid = rec.get("id")
     rid = str(rid) if rid is not None else f"{source_name}:{line}"
+    problem = _surrogate_problem(rid)
+    if problem:
+        yield BadRow(line, f"record id {printable(rid)!r} {problem}", raw())
+        return
     question = rec["question"]
     if not isinstance(question, str) or not question.strip():
         yield BadRow(line, f"record {rid!r}: question is not a non-empty string", raw())
+        return
+    problem = _surrogate_problem(question)
+    if problem:
+        yield BadRow(line, f"record {rid!r}: question {problem}", raw())
         return
     lists: dict[str, list[Any]] = {}
     for name in ("answer", "q_entity", "a_entity"):
         value = _as_list(rec.get(name))
         if value is None or not all(isinstance(v, str) for v in value):
             yield BadRow(line, f"record {rid!r}: {name} is not a list of strings", raw())
+            return
+        bad = next((p for v in value if (p := _surrogate_problem(v))), None)
+        if bad:
+            yield BadRow(line, f"record {rid!r}: {name} {bad}", raw())
             return
         lists[name] = [v.strip() for v in value]  # as the graph's keys (see base.normalise_row)
     graph = _as_list(rec["graph"])
@@ -95,10 +123,17 @@ def record_items(rec: Any, line: int, source_name: str) -> Iterator[Item]:
             yield BadRow(
                 line,
                 f"record {rid!r}: graph[{i}] is not a [head, relation, tail] triple of strings",
-                preview(json.dumps(t, ensure_ascii=False, default=str)),
+                _dump(graph[i]),
             )
             continue
         yield Row(line, t[0], t[1], t[2])  # raw: see base.row_text (built only if rejected)
+
+
+def _surrogate_problem(text: str) -> str | None:
+    """A lone surrogate (JSON `"\\ud800"`) cannot be written as UTF-8: the record's question
+    file could not hold it. Other characters of a question or answer are kept as given."""
+    problem = char_problem(text)
+    return problem if problem is not None and "surrogate" in problem else None
 
 
 class RoGFileReader(TextFileReader):
@@ -112,6 +147,11 @@ class RoGFileReader(TextFileReader):
         self.array = self._is_array()
 
     def _is_array(self) -> bool:
+        """A `.json` file starting with `[` is one array of records; a `.jsonl` file is
+        always one record a line (a line holding an array is a bad row, and the records
+        after it are still read)."""
+        if self.path.suffix.lower() == ".jsonl":
+            return False
         with open(self.path, "rb") as f:
             head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
         return head.startswith(b"[")
@@ -137,6 +177,13 @@ class RoGFileReader(TextFileReader):
                 rec = json.loads(text)
             except json.JSONDecodeError as e:
                 yield BadRow(line, f"invalid JSON: {e.msg} at column {e.colno}", preview(text))
+                continue
+            except RecursionError:
+                yield BadRow(
+                    line,
+                    f"invalid JSON: nested more than {json_depth_limit()} levels deep",
+                    preview(text),
+                )
                 continue
             yield from record_items(rec, line, name)
 

@@ -12,7 +12,10 @@ Columns:
     `--columns head=0,relation=1,tail=2`; data then starts on line 1.
 The delimiter is sniffed from the first line (tab, comma, semicolon, pipe; the file
 extension breaks ties) unless `delimiter` is given. Fields may be CSV-quoted (they may then
-contain the delimiter or newlines); surrounding whitespace of a field is stripped.
+contain the delimiter or newlines, over at most `max_record_lines` lines: an unclosed quote
+costs its own line only); surrounding whitespace of a field is stripped. Every row must have
+as many fields as the header (without a header: as the first data row); a line repeating
+the header (files concatenated with `cat`) is skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from loaders.base import BadRow, Item, LoadError, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, LineError, preview
+from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, LineError, preview
 from loaders.lines import TextFileReader
 
 ROLES = ("head", "relation", "tail", "head_name", "tail_name")
@@ -79,8 +82,9 @@ class TriplesReader(TextFileReader):
         delimiter: str | None = None,
         columns: dict[str, str | int] | None = None,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
     ):
-        super().__init__(path, max_line_length)
+        super().__init__(path, max_line_length, max_record_lines)
         self.columns = columns
         self.header = columns is None or isinstance(next(iter(columns.values())), str)
         self.delimiter = delimiter or self._sniff()
@@ -154,6 +158,8 @@ class TriplesReader(TextFileReader):
 
     def __iter__(self) -> Iterator[Item]:
         idx: dict[str, int] | None = None
+        width: int | None = None  # fields every row must have: the header's, else the 1st row's
+        header: list[str] | None = None
         if not self.header:
             assert self.columns is not None
             idx = {r: int(c) for r, c in self.columns.items()}
@@ -169,7 +175,11 @@ class TriplesReader(TextFileReader):
                 continue  # blank line
             if idx is None:
                 idx = self._resolve(fields, line, raw)
+                header = [f.strip() for f in fields]
+                width = len(fields)
                 continue
+            if header is not None and [f.strip() for f in fields] == header:
+                continue  # the header again: the next file of a concatenation (cat a b)
             need = max(idx[r] for r in REQUIRED) + 1
             if len(fields) < need:
                 reason = f"missing columns: expected at least {need} fields, found {len(fields)}"
@@ -179,6 +189,11 @@ class TriplesReader(TextFileReader):
                             reason += f" (wrong delimiter? the file uses {self.delimiter!r})"
                             break
                 yield BadRow(line, reason, preview(raw))
+                continue
+            if width is None:
+                width = len(fields)  # no header: the first data row sets the width
+            if len(fields) != width:
+                yield BadRow(line, self._width_reason(len(fields), width), preview(raw))
                 continue
             yield Row(
                 line,
@@ -191,6 +206,18 @@ class TriplesReader(TextFileReader):
             )
         if idx is None:
             raise LoadError(self.source, None, "empty input: no header row")
+
+    def _width_reason(self, found: int, width: int) -> str:
+        """A row whose field count differs from the header's (or, without a header, from the
+        first row's): extra fields are never dropped silently, a shifted column would put a
+        name in the wrong role."""
+        base = "the header's" if self.header else "the first row's"
+        if found > width:
+            return (
+                f"too many fields: expected {width} ({base}), found {found} (an unquoted "
+                f"{self.delimiter!r} inside a value? quote the value)"
+            )
+        return f"missing fields: expected {width} ({base}), found {found}"
 
 
 def _opt(fields: list[str], i: int | None) -> str | None:

@@ -28,16 +28,21 @@ from talent_core.cli_options import model_options, option_name, with_options
 from talent_core.llm import cli as _llm_cli
 from talent_core.questions import QUESTION_FORMATS, QuestionFormat, detect_question_format
 from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
+from talent_core.retrieval.subgraphrag import ScorerError
+from talent_core.retrieval.subgraphrag_train import train_subgraphrag
+from talent_core.text import TextInputError, printable, printable_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(_load_cmd)
 app.command("stats")(_stats_cmd)
 
 train_app = typer.Typer(no_args_is_help=True,
-                        help="LoRA training of the LLM retriever / generator.")
+                        help="LoRA training of the LLM retriever / generator; SubgraphRAG's "
+                        "triple scorer.")
 train_app.command("retriever")(_llm_cli.train_retriever)
 train_app.command("generator")(_llm_cli.train_generator)
 train_app.command("tune-ranking")(_llm_cli.tune_ranking)
+train_app.command("subgraphrag")(train_subgraphrag)
 app.add_typer(train_app, name="train")
 app.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
 
@@ -54,7 +59,7 @@ def _logging(verbose: bool) -> None:
 
 
 def _fail(msg: str) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
+    typer.echo(f"error: {printable(msg, keep_newlines=True)}", err=True)
     return typer.Exit(code=2)
 
 
@@ -131,6 +136,7 @@ def _question_format(fmt: str | None, path: Path | None) -> QuestionFormat | Non
 def candidate_json(candidate) -> dict:
     """The `talent retrieve --json` shape."""
     return {
+        "method": candidate.method,
         "seeds": [s.model_dump() for s in candidate.seeds],
         "nodes": [
             {"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed} for n in candidate.nodes
@@ -171,9 +177,12 @@ def retrieve(
     pipe = Pipeline(retrieval=config, question_format=qfmt)
     try:
         if question is not None:
-            cand = pipe.retrieve(question, topic or None)
+            try:
+                cand = pipe.retrieve(question, topic or None)
+            except (TextInputError, ScorerError) as e:
+                raise _fail(str(e)) from None
             if json:
-                typer.echo(_json.dumps(candidate_json(cand), ensure_ascii=False))
+                typer.echo(printable_json(candidate_json(cand)))
             else:
                 _print_candidate(cand)
             return
@@ -182,24 +191,35 @@ def retrieve(
                 cand = pipe.retrieve(rec.question, rec.topic_entities or None)
                 out = {"id": rec.id, "question": rec.question, "answers": rec.answers,
                        **candidate_json(cand)}
-                typer.echo(_json.dumps(out, ensure_ascii=False))
+                typer.echo(printable_json(out))
         except QuestionFileError as e:
             raise _fail(str(e)) from None
     finally:
         pipe.close()
 
 
+def _echo(text: str) -> None:
+    """A line of KG or model text on the terminal: control characters escaped."""
+    typer.echo(printable(text, keep_newlines=True))
+
+
 def _print_candidate(cand) -> None:
     names = {n.id: n.name for n in cand.nodes}
     seeds = ", ".join(f"{s.name} ({'+'.join(s.sources)})" for s in cand.seeds)
-    typer.echo(f"seeds: {seeds}")
-    typer.echo(f"S: {len(cand.nodes)} nodes, {len(cand.edges)} edges"
+    _echo(f"seeds: {seeds}")
+    typer.echo(f"S ({cand.method}): {len(cand.nodes)} nodes, {len(cand.edges)} edges"
                + (" (neighbourhood truncated by a cap)" if cand.truncated else ""))
+    if cand.method == "grag":  # GRAG's text view: a tree per ego centre
+        from talent_core.retrieval.grag import describe
+
+        _echo(describe(cand))
+        typer.echo("timings_ms: " + ", ".join(f"{k}={v:.1f}" for k, v in cand.timings_ms.items()))
+        return
     for e in cand.edges:
-        typer.echo(f"  {names.get(e.src, e.src)} --{e.rel}--> {names.get(e.dst, e.dst)}")
+        _echo(f"  {names.get(e.src, e.src)} --{e.rel}--> {names.get(e.dst, e.dst)}")
     isolated = names.keys() - {e.src for e in cand.edges} - {e.dst for e in cand.edges}
     for i in isolated:
-        typer.echo(f"  {names[i]}")
+        _echo(f"  {names[i]}")
     typer.echo("timings_ms: " + ", ".join(f"{k}={v:.1f}" for k, v in cand.timings_ms.items()))
 
 
@@ -239,19 +259,21 @@ def ask(
     _frozen_notice(pipe.frozen_in(mode))
     try:
         ans = pipe.ask(question, topic or None, mode=mode)
+    except (TextInputError, ScorerError) as e:
+        raise _fail(str(e)) from None
     finally:
         pipe.close()
     out = answer_json(ans)
     if json:
-        typer.echo(_json.dumps(out, ensure_ascii=False))
+        typer.echo(printable_json(out))
         return
-    typer.echo("answer: " + (" | ".join(ans.answer) or "(none)") + f"   [{ans.decode}]")
+    _echo("answer: " + (" | ".join(ans.answer) or "(none)") + f"   [{ans.decode}]")
     for r in ans.ranked[:5]:
-        typer.echo(f"  {r.score:9.3f}  {r.name}")
-    typer.echo(f"candidate: {len(out['candidate'])} nodes; selected: "
-               + ", ".join(n["name"] for n in out["selected"]))
+        _echo(f"  {r.score:9.3f}  {r.name}")
+    _echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
+          + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
-        typer.echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+        _echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
 
 
 def answer_json(ans) -> dict:
@@ -262,6 +284,7 @@ def answer_json(ans) -> dict:
         "question": ans.question,
         "answer": ans.answer,
         "raw": ans.raw,
+        "method": ans.candidate.method,
         "candidate": [{"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed}
                       for n in ans.candidate.nodes],
         "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],

@@ -24,8 +24,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./.talent")
     neo4j_uri: str | None = Field(default=None, validation_alias=AliasChoices("NEO4J_URI"))
     neo4j_user: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_USER"))
-    neo4j_password: str = Field(
-        default="neo4j", validation_alias=AliasChoices("NEO4J_PASSWORD")
+    # no default password: TALENT_STORE=neo4j without NEO4J_PASSWORD is an error
+    neo4j_password: str | None = Field(
+        default=None, validation_alias=AliasChoices("NEO4J_PASSWORD")
     )
     neo4j_database: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
     graph_name: str = "talent"  # FalkorDB graph key
@@ -44,6 +45,9 @@ class Settings(BaseSettings):
     batch_size: int = 5000
 
     # --- questions -----------------------------------------------------------------------
+    # longest accepted question (characters): text.check_question refuses longer ones with a
+    # clear message before any tokenizer, embedding or query sees them
+    max_question_chars: int = Field(4096, ge=1)
     # the dataset typed questions belong to (its domain stopwords; talent_core/questions.py);
     # question files say their own (`--format`, or guessed from the file name)
     question_format: Literal["metaqa", "rog"] = "metaqa"

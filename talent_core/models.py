@@ -81,6 +81,7 @@ class Candidate(BaseModel):
     """The candidate connected subgraph S (paper §2.2) for one question."""
 
     question: str
+    method: str = "pcst"  # the retriever that built it (RetrievalConfig.method)
     seeds: list[Seed] = Field(default_factory=list)
     nodes: list[CandidateNode] = Field(default_factory=list)
     edges: list[CandidateEdge] = Field(default_factory=list)

@@ -35,6 +35,7 @@ from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_questi
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
 from talent_core.store import GraphStore, open_store
+from talent_core.text import check_question
 
 if TYPE_CHECKING:
     from loaders import LoadReport
@@ -139,6 +140,7 @@ class Pipeline:
         """Candidate S for ``question``, read by `parse_question` ([brackets] mark topic
         entities) whether typed or from a file; ``overrides``: RetrievalConfig fields."""
         config = self.retrieval_config(**overrides)
+        question = check_question(question, self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
         return retrieve(text, self.store, self.embedder, config, topics or None)
 

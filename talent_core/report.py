@@ -57,7 +57,13 @@ from talent_core.metrics import (
 from talent_core.models import Answer, Candidate, CandidateNode
 from talent_core.pipeline import retrieval_timings
 from talent_core.questions import QARecord, read_questions
-from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
+from talent_core.retrieval.config import (
+    SIZE_FIELD,
+    RetrievalConfig,
+    RetrievalSettingsError,
+    apply_overrides,
+    foreign_fields,
+)
 
 if TYPE_CHECKING:
     from talent_core.llm.retriever import RetrieverModel
@@ -123,7 +129,8 @@ class Method:
 
     ``compute(runner, item, point, mode)`` returns the row's metrics (`Runner.score`);
     ``llm``: needs the language models (runs in the LLM modes); ``formats``: the question
-    formats it applies to; ``params``: the sweep parameters it depends on (None: all)."""
+    formats it applies to; ``retriever``: the retriever whose candidate it reads (a sweep
+    of another retriever's own setting does not multiply its rows; None: no retriever)."""
 
     name: str
     description: str
@@ -131,11 +138,13 @@ class Method:
     llm: bool = False
     formats: tuple[str, ...] = ("metaqa", "rog")
     decode: str | None = None
+    retriever: str | None = "pcst"  # the RetrievalConfig.method whose settings it reads
 
 
-def _pcst(rule: str) -> Callable[..., dict[str, Any]]:
+def _retrieved(**overrides: Any) -> Callable[..., dict[str, Any]]:
+    """A retrieval-only method: the candidate of ``overrides`` (a retriever and its rule)."""
     def compute(run: Runner, item: Item, point: Point, mode: str) -> dict[str, Any]:
-        cand = run.candidate(item, rule, point)
+        cand = run.candidate(item, point, **overrides)
         return run.score(item, Answer(question=cand.question, candidate=cand,
                                       timings_ms=_retrieve_timings(cand)))
     return compute
@@ -143,7 +152,7 @@ def _pcst(rule: str) -> Callable[..., dict[str, Any]]:
 
 def _vector(run: Runner, item: Item, point: Point, mode: str) -> dict[str, Any]:
     """Vector top-k entities (question-to-name cosine) with k = |S| of pcst-default."""
-    s = run.candidate(item, "default", point)
+    s = run.candidate(item, point, prizes="default")
     size = len(name_set(n.name for n in s.nodes))
     vec, embed_ms = run.question_vector(item)
     t = time.perf_counter()
@@ -161,9 +170,12 @@ def _graph(run: Runner, item: Item, point: Point, mode: str) -> dict[str, Any]:
                                   timings_ms={"total": 0.0}))
 
 
-def _llm(decode: str) -> Callable[..., dict[str, Any]]:
+def _llm(decode: str, **retrieval: Any) -> Callable[..., dict[str, Any]]:
+    """An LLM method on the candidate of ``retrieval`` (default: pcst-default's S)."""
+    retrieval = retrieval or {"prizes": "default"}
+
     def compute(run: Runner, item: Item, point: Point, mode: str) -> dict[str, Any]:
-        cand = item.graph if item.graph is not None else run.candidate(item, "default", point)
+        cand = item.graph if item.graph is not None else run.candidate(item, point, **retrieval)
         ans = run.pipe.answer(cand, "no-retriever" if mode == "no-retriever" else "full",
                               decode,  # type: ignore[arg-type]
                               retriever=run.retriever(mode, point))
@@ -177,16 +189,25 @@ def _llm(decode: str) -> Callable[..., dict[str, Any]]:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("vector", "vector top-k entities by question-to-name cosine, k = |S| of "
            "pcst-default for the same question (equal size)", _vector),
-    Method("pcst-paper", "candidate S, G-Retriever's prizes (prizes=paper)", _pcst("paper")),
+    Method("pcst-paper", "candidate S, G-Retriever's prizes (prizes=paper)",
+           _retrieved(method="pcst", prizes="paper")),
     Method("pcst-default", "candidate S, relation-path prizes (prizes=default)",
-           _pcst("default")),
+           _retrieved(method="pcst", prizes="default")),
+    Method("subgraphrag", "SubgraphRAG: top-K triples by the MLP scorer with directional "
+           "distance encoding (K = top_triples)", _retrieved(method="subgraphrag"),
+           retriever="subgraphrag"),
+    Method("grag", "GRAG: top-N ego-graphs by question similarity, merged and soft-pruned "
+           "(N = top_egos)", _retrieved(method="grag"), retriever="grag"),
     Method("graph", "the whole explanation graph as S (ExplaGraphs)", _graph,
-           formats=("explagraphs",)),
+           formats=("explagraphs",), retriever=None),
     Method("llm-ranked", "LLM retriever V-hat, ranked decoding (on pcst-default's S; "
            "ExplaGraphs: the graph), generator ranked", _llm("ranked"), llm=True,
            formats=REPORT_FORMATS, decode="ranked"),
     Method("llm-free", "LLM retriever V-hat, free (greedy) decoding, generator free",
            _llm("free"), llm=True, formats=REPORT_FORMATS, decode="free"),
+    *(Method(f"llm-{decode}@{r}", f"as llm-{decode}, on the {r} retriever's candidate",
+             _llm(decode, method=r), llm=True, decode=decode, retriever=r)
+      for r in ("subgraphrag", "grag") for decode in ("ranked", "free")),
 )}
 DEFAULT_METHODS = {"metaqa": ["vector", "pcst-paper", "pcst-default"],
                    "rog": ["vector", "pcst-paper", "pcst-default"],
@@ -204,8 +225,11 @@ def method_modes(method: Method, modes: Sequence[str]) -> list[str]:
 
 def project(point: Point, method: Method, mode: str) -> Point:
     """The part of ``point`` a (method, mode) row depends on: lambda only for an LLM
-    method in mode full."""
-    return {k: v for k, v in point.items() if k != "lambda" or (method.llm and mode == "full")}
+    method in mode full; no other retriever's own setting (k: pcst's k_nodes)."""
+    foreign = foreign_fields(method.retriever) if method.retriever else frozenset()
+    return {k: v for k, v in point.items()
+            if (k != "lambda" or (method.llm and mode == "full"))
+            and ("k_nodes" if k == "k" else k) not in foreign}
 
 
 def point_label(point: Point) -> str:
@@ -564,9 +588,10 @@ class Runner:
         if item.id != self._item:
             self._item, self._cands, self._vector = item.id, {}, None
 
-    def candidate(self, item: Item, rule: str, point: Point) -> Candidate:
+    def candidate(self, item: Item, point: Point, **retrieval: Any) -> Candidate:
+        """The candidate of ``retrieval`` (RetrievalConfig overrides) at ``point``."""
         self._for(item)
-        overrides = {**retrieval_overrides(point), "prizes": rule}
+        overrides = {"method": "pcst", **retrieval_overrides(point), **retrieval}
         key = json.dumps(overrides, sort_keys=True)
         if key not in self._cands:
             self.retrievals += 1
@@ -831,6 +856,11 @@ def run_config(pipe: Pipeline, options: ReportOptions) -> dict[str, Any]:
     cfg: dict[str, Any] = {"format": options.fmt}
     if options.fmt != "explagraphs":
         cfg["retrieval"] = pipe.retrieval_config().model_dump()
+        if any(METHODS[m].retriever == "subgraphrag" for m in options.methods):
+            from talent_core.retrieval.subgraphrag import WEIGHTS_FILE, resolve_scorer
+
+            scorer = resolve_scorer(cfg["retrieval"]["scorer"], pipe.settings.embedding_model)
+            cfg["scorer_sha256"] = sha256_file(scorer / WEIGHTS_FILE)
     if options.llm:
         cfg.update(base_model=pipe.base_model or pipe.settings.base_model,
                    retriever_dir=str(pipe.retriever_dir) if pipe.retriever_dir else None,
@@ -1092,6 +1122,23 @@ def _series(res: Sequence[dict[str, Any]], param: str) -> dict[str, list[dict[st
     return {k: sorted(v, key=lambda g: g["point"][param]) for k, v in out.items()}
 
 
+def _size_series(res: Sequence[dict[str, Any]]) -> dict[str, tuple[str | None,
+                                                                 list[dict[str, Any]]]]:
+    """Coverage-vs-size curves: per method (and mode and other settings), its groups along
+    its retriever's size setting (k for pcst, top_triples, top_egos: `SIZE_FIELD`) when swept,
+    sorted by it; a method without one is a single point."""
+    out: dict[str, tuple[str | None, list[dict[str, Any]]]] = {}
+    for g in res:
+        m = METHODS.get(g["method"])
+        size = SIZE_FIELD.get(m.retriever or "") if m else None
+        param = next((p for p in ("k", size) if p and p in g["point"]
+                      and (p != "k" or size == "k_nodes")), None)
+        name = _series_name(g, [param] if param else [])
+        out.setdefault(name, (param, []))[1].append(g)
+    return {k: (p, sorted(v, key=lambda g: g["point"][p]) if p else v)
+            for k, (p, v) in out.items()}
+
+
 def _at(res: Sequence[dict[str, Any]], ref: Point) -> list[dict[str, Any]]:
     """The groups at the reference point (each group's own parameters)."""
     return [g for g in res if all(ref.get(k) == v for k, v in g["point"].items())]
@@ -1117,16 +1164,15 @@ def write_plots(report: dict[str, Any], out_dir: Path, ref: Point) -> list[str]:
     # coverage vs size (TaLenT Figure 3): one curve per method across k (or one point each)
     if ret:
         fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
-        curves = _series(ret, "k") or {_series_name(g): [g] for g in ret}
-        for (name, grp), marker in zip(curves.items(), itertools.cycle("osD^vP*X"),
-                                       strict=False):
+        for (name, (param, grp)), marker in zip(_size_series(ret).items(),
+                                                itertools.cycle("osD^vP*X"), strict=False):
             xs = [g["retrieval"]["nodes"]["size"] for g in grp]
             for ax, metric in zip(axes, ("hit", "recall"), strict=True):
                 ys = [100 * g["retrieval"]["nodes"][metric] for g in grp]
                 ax.plot(xs, ys, marker=marker, label=name)
                 for g, x, y in zip(grp, xs, ys, strict=True):
-                    if "k" in g["point"]:
-                        ax.annotate(f"k={g['point']['k']}", (x, y), fontsize=7,
+                    if param:
+                        ax.annotate(f"{param}={g['point'][param]}", (x, y), fontsize=7,
                                     textcoords="offset points", xytext=(3, 3))
         for ax, metric in zip(axes, ("Hit", "Recall"), strict=True):
             ax.set_xlabel("mean number of nodes retrieved")

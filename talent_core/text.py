@@ -6,8 +6,10 @@ normalises its input with it, so loaders and queries can never disagree.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 _SPACE = re.compile(r"\s+")
 # Words for fulltext search: runs of letters/digits (any script); everything else separates.
@@ -58,20 +60,116 @@ def redisearch_query(text: str) -> str:
     return " | ".join(search_tokens(text))
 
 
+# Characters no KG key or name may hold: C0/C1 control characters other than the five
+# whitespace ones (tab, LF, VT, FF, CR) and lone surrogates. Why: FalkorDB's exact-match
+# index uses U+0001 as its separator (a key holding it is stored but never found again, so
+# every MERGE adds a duplicate), its query text ends at NUL, a lone surrogate cannot be
+# encoded as UTF-8 for either store, and the others (ESC, DEL, ...) are terminal controls
+# that no real KG text holds (MetaQA, WebQSP, ExplaGraphs: none).
+_UNSAFE_CHAR = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# Shown escaped by `printable`: every control character (whitespace ones too), lone
+# surrogates, and the invisible bidi/format controls that reorder or hide terminal text.
+_NON_PRINTABLE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+MAX_QUESTION_CHARS = 4096  # default of `check_question`
+
+
+def char_problem(text: str) -> str | None:
+    """Why `text` cannot be stored as a KG key or name (a control character other than
+    tab/LF/VT/FF/CR, or a lone surrogate), naming the first such character, or None."""
+    m = _UNSAFE_CHAR.search(text)
+    if m is None:
+        return None
+    cp = ord(m.group())
+    kind = "a lone surrogate" if 0xD800 <= cp <= 0xDFFF else "a control character"
+    what = "a NUL character" if cp == 0 else f"{kind} U+{cp:04X}"
+    return f"contains {what} at position {m.start()}"
+
+
 def key_problem(key: str) -> str | None:
     """Why `key` cannot be an entity id or a relation name, or None when it can.
 
     Keys are stored verbatim but must be non-empty, without leading/trailing whitespace and
-    without NUL: FalkorDB's exact-match index trims surrounding whitespace (so `"ab "` would
-    MERGE into `"ab"`) and its query text ends at NUL. Both stores apply the same rule so
-    the GraphStore contract is one; loaders should reject or strip such keys first."""
+    without the characters of `char_problem` (NUL, U+0001, other non-whitespace controls,
+    lone surrogates): FalkorDB's exact-match index trims surrounding whitespace (so `"ab "`
+    would MERGE into `"ab"`), splits on U+0001 and its query text ends at NUL. Both stores
+    apply the same rule so the GraphStore contract is one; loaders reject such rows first."""
     if not key:
         return "is empty"
     if key != key.strip():
         return "has leading or trailing whitespace"
-    if "\x00" in key:
-        return "contains a NUL character"
-    return None
+    return char_problem(key)
+
+
+def printable(text: object, keep_newlines: bool = False) -> str:
+    """`text` made safe to write to a terminal: control characters (ESC, CR, BEL, ...), lone
+    surrogates and invisible bidi/format controls are shown as `\\xNN` / `\\uNNNN` escapes,
+    so KG text can neither move the cursor, recolour, retitle or hide output, nor make
+    `print` raise UnicodeEncodeError. Tab and newline are escaped too unless `keep_newlines`
+    (multi-line output such as an error's context). Everything else is unchanged.
+
+    >>> printable("Tom\\x1b[31m Hanks\\u202e")
+    'Tom\\\\x1b[31m Hanks\\\\u202e'
+    """
+    s = text if isinstance(text, str) else str(text)
+
+    def esc(m: re.Match[str]) -> str:
+        c = m.group()
+        if keep_newlines and c in "\n\t":
+            return c
+        if c in _SHORT_ESCAPES:
+            return _SHORT_ESCAPES[c]
+        cp = ord(c)
+        return f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}"
+
+    return _NON_PRINTABLE.sub(esc, s)
+
+
+def printable_json(obj: object, **dumps: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False, **dumps)` safe for a terminal: what json leaves
+    raw and `printable` escapes (C1 controls such as the 8-bit CSI U+009B, DEL, lone
+    surrogates, bidi/format controls, U+2028) is written as a `\\uXXXX` JSON escape, so the
+    output is the same JSON value, still readable (non-ASCII letters stay as they are), and
+    always encodable."""
+    text = json.dumps(obj, ensure_ascii=False, **dumps)
+    return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class TextInputError(ValueError):
+    """Text given by a user (a question, an argument) that cannot be used; `str()` is a
+    one-line message fit for the terminal."""
+
+
+def check_question(text: str, max_chars: int = MAX_QUESTION_CHARS) -> str:
+    """A user's question, stripped, or TextInputError with a clear one-line reason:
+    empty, longer than `max_chars` characters (checked first, in O(1): a 100k-character
+    question never reaches the tokenizer), not valid UTF-8 (command-line arguments with
+    bad bytes arrive as lone surrogates, os.fsencode gives the bytes back), or holding a
+    control character. Whitespace controls (tab, newline) are accepted."""
+    if not isinstance(text, str):
+        raise TextInputError(f"the question must be text, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise TextInputError(
+            f"the question is {len(text):,} characters long; the maximum is {max_chars:,}"
+        )
+    m = re.search(r"[\ud800-\udfff]", text)
+    if m is not None:
+        cp = ord(m.group())
+        detail = (
+            f"byte 0x{cp - 0xDC00:02x}" if 0xDC80 <= cp <= 0xDCFF else f"lone surrogate U+{cp:04X}"
+        )
+        raise TextInputError(
+            f"the question is not valid UTF-8 text ({detail} at character {m.start()})"
+        )
+    problem = char_problem(text)
+    if problem is not None:
+        raise TextInputError(f"the question {problem}")
+    text = text.strip()
+    if not text:
+        raise TextInputError("the question is empty")
+    return text
 
 
 def answer_key(name: str) -> str:

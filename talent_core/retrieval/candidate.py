@@ -116,10 +116,21 @@ def retrieve(
     timings["seeds"] += _ms(t)
     anchors = seeds.anchors()
 
-    if cfg.prizes == "paper":
+    if cfg.method == "vector":
+        cand = _vector(question, store, enc, seeds, cfg, timings)
+    elif cfg.method == "subgraphrag":
+        from talent_core.retrieval.subgraphrag import subgraphrag_candidate
+
+        cand = subgraphrag_candidate(question, store, embedder, enc, seeds, cfg, timings)
+    elif cfg.method == "grag":
+        from talent_core.retrieval.grag import grag_candidate
+
+        cand = grag_candidate(question, store, embedder, enc, seeds, cfg, timings)
+    elif cfg.prizes == "paper":
         cand = _paper(question, store, enc, seeds, cfg, timings)
     else:
         cand = _default(question, store, embedder, enc, seeds, cfg, timings)
+    cand.method = cfg.method
     timings["total"] = _ms(t_all)
     cand.timings_ms = timings
     log.debug(
@@ -130,6 +141,25 @@ def retrieve(
         timings["total"],
     )
     return cand
+
+
+def _vector(
+    question: str,
+    store: GraphReader,
+    enc: QuestionEncoding,
+    seeds: SeedSet,
+    cfg: RetrievalConfig,
+    timings: dict[str, float],
+) -> Candidate:
+    """The vector baseline: the top k_nodes entities by question-to-name cosine (no edges,
+    no graph)."""
+    t = time.perf_counter()
+    hits = store.top_entities(enc.vector, cfg.k_nodes) if cfg.k_nodes else []
+    seed_ids = _seed_flags(seeds)
+    nodes = [CandidateNode(id=h.entity.id, name=h.entity.name, prize=float(h.score),
+                           seed=h.entity.id in seed_ids) for h in hits]
+    timings["vector"] = _ms(t)
+    return Candidate(question=question, seeds=seeds.seeds, nodes=nodes)
 
 
 def _paper(

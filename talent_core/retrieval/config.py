@@ -10,6 +10,7 @@ from talent_core.store.base import MAX_HOPS as STORE_MAX_HOPS
 from talent_core.store.base import ExpansionCaps
 
 PrizeRule = Literal["default", "paper"]
+Method = Literal["pcst", "subgraphrag", "grag", "vector"]
 
 
 class RetrievalConfig(BaseModel):
@@ -17,6 +18,12 @@ class RetrievalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    method: Method = Field(
+        "pcst", description="retriever: pcst = TaLenT/G-Retriever's candidate S (prize rule "
+        "--prizes); subgraphrag = SubgraphRAG's MLP triple scorer, top --top-triples triples; "
+        "grag = GRAG's ranked ego-graphs, soft-pruned; vector = top --k-nodes entities by "
+        "question-to-name cosine"
+    )
     k_nodes: int = Field(
         10, ge=0, description="both rules: k_v, prized nodes (paper: by question-to-name "
         "cosine; default: over the ranked relation paths)"
@@ -53,6 +60,27 @@ class RetrievalConfig(BaseModel):
         description="default rule: round(share * k_nodes) extra node prizes "
         "k - rank by question-to-name cosine (the paper's node prizes) over the path graph",
     )
+    top_triples: int = Field(
+        100, ge=1, description="subgraphrag: K, the top-K scored triples kept (the paper: "
+        "50/100/200)"
+    )
+    scorer: str | None = Field(
+        None, description="subgraphrag: a scorer checkpoint (`talent train subgraphrag`); "
+        "default: the one bundled for the embedder"
+    )
+    ego_hops: int = Field(
+        2, ge=1, le=STORE_MAX_HOPS, description="grag: K, the radius of the ego-graph of "
+        "every node of the anchors' --hops region (the paper's code: 2)"
+    )
+    top_egos: int = Field(
+        10, ge=1, description="grag: N, the top-N ego-graphs by question cosine merged "
+        "(the paper's code: 10)"
+    )
+    prune: float = Field(
+        0.1, description="grag: soft-pruning gate on question cosine: an edge stays when its "
+        "relation or both its ends reach it, then only what stays connected to an ego centre "
+        "(<= 0: no pruning)"
+    )
     k_seed: int = Field(5, ge=0, description="seeds: vector seed entities")
     vector_anchors: int = Field(
         1, ge=1, description="seeds: vector/fulltext seeds that anchor when no topic or name "
@@ -68,6 +96,25 @@ class RetrievalConfig(BaseModel):
     def caps(self) -> ExpansionCaps:
         """The neighbourhood caps handed to the store's expansion."""
         return ExpansionCaps(fanout=self.fanout, max_nodes=self.max_nodes, max_edges=self.max_edges)
+
+
+# The settings only one retriever reads (every other field is shared: seeds, hops, caps).
+METHOD_FIELDS: dict[str, frozenset[str]] = {
+    "pcst": frozenset({"k_nodes", "k_edges", "beam", "edge_cost", "prizes", "path_frontier",
+                       "extend", "node_sim_share"}),
+    "subgraphrag": frozenset({"top_triples", "scorer"}),
+    "grag": frozenset({"ego_hops", "top_egos", "prune"}),
+    "vector": frozenset({"k_nodes"}),
+}
+# The setting that sets each retriever's output size (coverage-vs-size curves sweep it).
+SIZE_FIELD: dict[str, str] = {"pcst": "k_nodes", "subgraphrag": "top_triples",
+                              "grag": "top_egos", "vector": "k_nodes"}
+
+
+def foreign_fields(method: str) -> frozenset[str]:
+    """The settings ``method`` does not read (another retriever's own)."""
+    own = METHOD_FIELDS.get(method, frozenset())
+    return frozenset().union(*METHOD_FIELDS.values()) - own
 
 
 def field_bounds(name: str) -> tuple[float | None, float | None]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from talent_core.models import Edge, Entity
 from talent_core.store.base import Vector
-from talent_core.text import key_problem
+from talent_core.text import char_problem, key_problem
 
 
 def spans(n: int, size: int) -> Iterator[slice]:
@@ -66,9 +66,12 @@ def check_keys(kind: str, keys: Iterable[str]) -> None:
 
 
 def check_names(kind: str, names: Iterable[str]) -> None:
+    """Raise ValueError for the first name that cannot be stored (text.char_problem: NUL,
+    U+0001 and other non-whitespace controls, lone surrogates) before anything is written."""
     for name in names:
-        if "\x00" in name:
-            raise ValueError(f"{kind} name {name!r} contains a NUL character")
+        problem = char_problem(name)
+        if problem:
+            raise ValueError(f"{kind} name {name!r} {problem}; nothing of this call was written")
 
 
 def lookup_keys(keys: Iterable[str]) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
@@ -74,6 +75,13 @@ class GraphReader(Protocol):
 
     def relation_similarity(self, names: Sequence[str], vector: Vector) -> dict[str, float]:
         """Cosine similarity of `vector` to each catalogue relation embedding."""
+
+    def entity_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored embeddings of the given entities, L2-normalised float32 (ids without
+        one are skipped): the learned retrievers' features (SubgraphRAG, GRAG)."""
+
+    def relation_vectors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored embeddings of the given catalogue relations, L2-normalised float32."""
 
     def stats(self) -> StoreStats: ...
 

@@ -211,6 +211,23 @@ class CypherStore:
     def relation_similarity(self, names: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._similarity("relation_similarity", "names", names, vector)
 
+    def entity_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._vectors("entity_vectors", "ids", ids)
+
+    def relation_vectors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._vectors("relation_vectors", "names", names)
+
+    def _vectors(self, name: str, param: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        if not keys:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for chunk in chunks(lookup_keys(keys), self.batch_size):
+            for key, vec in self._read(name, {param: chunk}):
+                v = np.asarray(vec, dtype=np.float32).ravel()
+                n = float(np.linalg.norm(v))
+                out[key] = v / n if n > 0 else v
+        return out
+
     def _similarity(
         self, name: str, param: str, keys: Sequence[str], vector: Vector
     ) -> dict[str, float]:

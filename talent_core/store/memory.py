@@ -207,6 +207,12 @@ class MemoryStore:
     def relation_similarity(self, names: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._ix.relations.similarity(names, vector)
 
+    def entity_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return {i: self._vectors[i] for i in lookup_keys(ids) if i in self._vectors}
+
+    def relation_vectors(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        return {n: v for n in lookup_keys(names) if (v := self._relations.get(n)) is not None}
+
     def stats(self) -> StoreStats:
         return StoreStats(
             entities=len(self._names),

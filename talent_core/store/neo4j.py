@@ -31,7 +31,7 @@ class Neo4jStore(CypherStore):
         self,
         uri: str,
         user: str = "neo4j",
-        password: str = "neo4j",
+        password: str | None = None,
         database: str = "neo4j",
         batch_size: int = 5000,
         vector_batch_size: int = 1000,
@@ -44,6 +44,8 @@ class Neo4jStore(CypherStore):
         self.vector_batch_size = vector_batch_size
         self.index_timeout = index_timeout
         self._dimension: int | None = None
+        if driver is None and not password:
+            raise ValueError("Neo4j needs a password: set NEO4J_PASSWORD (there is no default)")
         self._driver = driver or GraphDatabase.driver(uri, auth=(user, password))
         try:
             self._driver.verify_connectivity()
@@ -58,6 +60,8 @@ class Neo4jStore(CypherStore):
     def from_settings(cls, settings: Any) -> Neo4jStore:
         if not settings.neo4j_uri:
             raise ValueError("TALENT_STORE=neo4j needs NEO4J_URI (e.g. bolt://localhost:7687)")
+        if not settings.neo4j_password:
+            raise ValueError("TALENT_STORE=neo4j needs NEO4J_PASSWORD (there is no default)")
         return cls(
             settings.neo4j_uri,
             settings.neo4j_user,

@@ -267,6 +267,22 @@ def test_similarities_are_computed_in_the_store(read_store):
     assert read_store.entity_similarity([], q) == {}
 
 
+def test_stored_vectors_come_back_unit_length(read_store):
+    load_people(read_store)
+    ev = read_store.entity_vectors(["m.0abc", "m.0def", "nope"])
+    assert set(ev) == {"m.0abc", "m.0def"}
+    q = np.array([0.6, 0.8, 0, 0, 0, 0, 0, 0], dtype=np.float32)
+    sims = read_store.entity_similarity(["m.0abc", "m.0def"], q)
+    for i, v in ev.items():
+        assert v.dtype == np.float32 and v.shape == (8,)
+        assert float(np.linalg.norm(v)) == pytest.approx(1.0, abs=1e-5)
+        assert float(v @ q) == pytest.approx(sims[i], abs=1e-4)  # the same vector the store scores
+    rv = read_store.relation_vectors(["film.film.starring", "x"])
+    assert set(rv) == {"film.film.starring"}
+    assert float(rv["film.film.starring"] @ q) == pytest.approx(0.6, abs=1e-4)
+    assert read_store.entity_vectors([]) == {} and read_store.relation_vectors([]) == {}
+
+
 # --- names ----------------------------------------------------------------------------------
 
 

@@ -69,10 +69,25 @@ def test_app_refuses_a_bad_retrieval_setting(use_toy, monkeypatch):
     monkeypatch.setattr(rc, "field_bounds", lambda n: (1, 5) if n == "hops" else real(n))
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.sidebar.slider[1].set_value(5)  # [0] is k
+    at.sidebar.slider[0].set_value(5)  # [1] is k
     at.text_input(key="question").input("who directed [Gravity]")
     at.button[0].click()
     at.run()
     assert not at.exception, at.exception
     assert any("hops" in e.value and "less than or equal to 3" in e.value for e in at.error)
     assert not at.dataframe  # nothing retrieved
+
+
+def test_app_answers_with_each_retriever_in_retrieval_mode(use_toy):
+    """The retriever selector reaches the pipeline: the caption names the method that built
+    S (vector: top-k entities, no edges)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.selectbox(key="method").set_value("vector")
+    at.run()
+    at.radio(key="mode").set_value("retrieval")
+    at.text_input(key="question").input("who directed [Gravity]")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("S (vector)" in c.value for c in at.caption), [c.value for c in at.caption]

@@ -136,3 +136,14 @@ def test_pipeline_no_retriever_has_no_selection(use_toy, tmp_path, mode):
     assert ans.candidate.nodes
     node_ids = {n.id for n in ans.candidate.nodes}
     assert all(e.src in node_ids or e.dst in node_ids for e in ans.edges)
+
+
+def test_bad_questions_exit_2_with_a_one_line_error(use_toy):
+    """Issue 15: a 100k-character question, invalid UTF-8 from argv and a control
+    character are refused before any model or store work, with rc 2 and no traceback."""
+    for q in ("x" * 100_000, "who directed \udce9", "who directed \x1b[31mGravity"):
+        r = run("retrieve", q)
+        assert r.exit_code == 2, r.output
+        assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+        assert "question" in r.stderr and "\x1b" not in r.stderr
+        assert len(r.stderr) < 200

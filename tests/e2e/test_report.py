@@ -252,6 +252,22 @@ def test_sweeps_points_and_plan():
     assert keys.count(("llm-ranked", "full", ("k", "lambda"))) == 4
 
 
+def test_a_retrievers_own_sweep_does_not_multiply_the_other_methods_rows():
+    base = RetrievalConfig()
+    points = sweep_points([parse_sweep("k=5,10", base), parse_sweep("top-triples=50,100", base),
+                           parse_sweep("top_egos=1,3", base)])
+    assert len(points) == 8
+    specs = plan(_items({1: 1}), ["pcst-default", "subgraphrag", "grag", "llm-ranked@grag"],
+                 ["full"], points)
+    by = {}
+    for s in specs:
+        by.setdefault(s.method, []).append(s.point)
+    assert by["pcst-default"] == [{"k": 5}, {"k": 10}]
+    assert by["subgraphrag"] == [{"top_triples": 50}, {"top_triples": 100}]
+    assert by["grag"] == [{"top_egos": 1}, {"top_egos": 3}]
+    assert by["llm-ranked@grag"] == [{"top_egos": 1}, {"top_egos": 3}]
+
+
 def test_read_rows_drops_an_unfinished_line(tmp_path):
     p = tmp_path / "rows.jsonl"
     p.write_text('{"key": "a"}\n{"key": "b"}\n{"key": "c", "x')

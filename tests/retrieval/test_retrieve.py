@@ -118,3 +118,14 @@ def test_embedded_falkordb_store_gives_the_same_candidates(embedded_store, metaq
                 same += {n.id for n in a.nodes} == {n.id for n in b.nodes}
     # float32 cosines in the database vs float64 here may reorder exact near-ties only
     assert same >= total - 2, f"{same}/{total} identical candidates"
+
+
+def test_vector_method_is_the_top_k_entities_by_question_cosine(mem_store, bow):
+    q = "who directed Titanic"
+    c = retrieve(q, mem_store, bow, RetrievalConfig(method="vector", k_nodes=4))
+    top = mem_store.top_entities(bow.encode([q])[0], 4)
+    assert c.method == "vector" and not c.edges
+    assert [n.id for n in c.nodes] == [h.entity.id for h in top]
+    assert [n.prize for n in c.nodes] == pytest.approx([h.score for h in top])
+    assert {"vector", "total"} <= set(c.timings_ms)
+    assert retrieve(q, mem_store, bow, method="pcst").method == "pcst"

@@ -30,7 +30,8 @@ def pipe(mem_store, bow) -> Pipeline:
 def test_pipeline_rejects_bad_overrides_with_the_field_named(pipe):
     with pytest.raises(RetrievalSettingsError, match=r"k_nodes: .*greater than or equal to 0"):
         pipe.retrieve("who directed [Gravity]", k_nodes=-5)
-    with pytest.raises(RetrievalSettingsError, match=r"hopz: unknown setting \(known: k_nodes"):
+    with pytest.raises(RetrievalSettingsError,
+                       match=r"hopz: unknown setting \(known: method, k_nodes"):
         pipe.retrieve("who directed [Gravity]", hopz=9)
     with pytest.raises(RetrievalSettingsError, match=r"hops: .*less than or equal to 3"):
         pipe.ask("who directed [Gravity]", mode="retrieval", hops=9)

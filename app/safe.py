@@ -1,0 +1,36 @@
+"""What the UI does before showing or writing anything that came from outside: KG text,
+model output and exception messages are shown as plain text (never Markdown: a KG name
+like `![x](http://...)` must not become an image or a link), and an uploaded file is
+written under a safe name inside the upload folder."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$:])")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def plain(text: str) -> str:
+    """``text`` with every Markdown/HTML-significant character backslash-escaped and
+    control characters dropped, for st.markdown/st.error/st.success."""
+    text = "".join(c for c in str(text) if c in "\n\t" or c.isprintable())
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def safe_upload_name(name: str, default: str = "upload") -> str:
+    """The last path component of an uploaded file's name (either separator), reduced to
+    [A-Za-z0-9._-], never empty, ``.``/``..`` or hidden; the extension is kept (formats
+    are detected from it)."""
+    base = re.split(r"[\\/]", str(name))[-1]
+    base = _UNSAFE.sub("_", base).lstrip(".") or default
+    return base[-120:]
+
+
+def upload_path(folder: Path, name: str) -> Path:
+    """Where an upload named ``name`` is written: always directly inside ``folder``."""
+    path = (folder / safe_upload_name(name)).resolve()
+    if path.parent != folder.resolve():  # cannot happen after safe_upload_name; checked anyway
+        raise ValueError(f"unsafe upload name {name!r}")
+    return path
