@@ -10,6 +10,10 @@ own functions, so the merged figures are exactly those of one run over all the q
 
 The two runs must share methods, modes and sweeps; their retrieval configurations may
 differ only in the settings listed with --may-differ (default: scorer).
+
+`--hop-file 1=PATH` (repeatable) gives the rows of the questions found in a MetaQA file
+their hop when the report's own file names did not carry it (one file of several hops):
+the per-hop tables are then derived. One DIR alone just re-derives its report this way.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 from pathlib import Path
 
 from talent_core import report as rp
+from talent_core.questions import read_questions
 
 
 def load(d: Path) -> tuple[dict, list[dict]]:
@@ -38,8 +43,21 @@ def main() -> None:
     ap.add_argument("-o", "--out", type=Path, required=True)
     ap.add_argument("--may-differ", default="scorer",
                     help="comma list of retrieval settings allowed to differ between runs")
+    ap.add_argument("--hop-file", action="append", default=[], metavar="HOP=PATH",
+                    help="MetaQA question file whose questions are of hop HOP")
     args = ap.parse_args()
     loaded = [load(d) for d in args.dirs]
+    hop_of: dict[tuple[str, tuple[str, ...]], int] = {}
+    for spec in args.hop_file:
+        hop, _, path = spec.partition("=")
+        for rec in read_questions(Path(path), "metaqa"):
+            hop_of[(rec.question, tuple(sorted(rec.answers)))] = int(hop)
+    if hop_of:
+        for _, rows in loaded:
+            for r in rows:
+                found = hop_of.get((r["question"], tuple(sorted(r["gold"]))))
+                if r.get("hop") is None and found is not None:
+                    r["hop"] = found
     base = loaded[0][0]
     free = set(args.may_differ.split(","))
     for rep, _ in loaded[1:]:
@@ -59,15 +77,20 @@ def main() -> None:
     merged = dict(base)
     merged["command"] = "merged (bench/merge_reports.py): " + " + ".join(
         f"`{rep['command']}`" for rep, _ in loaded)
-    merged["dataset"] = {**base["dataset"],
-                         "files": [f for rep, _ in loaded for f in rep["dataset"]["files"]],
+    files = {json.dumps(f, sort_keys=True): f for rep, _ in loaded
+             for f in rep["dataset"]["files"]}
+    merged["dataset"] = {**base["dataset"], "files": list(files.values()),
                          "questions": sum(rep["dataset"]["questions"] for rep, _ in loaded)}
+    first = {}
+    for r in (r for _, rows in loaded for r in rows):
+        first.setdefault(r["id"], str(r.get("hop")))
     hops: dict[str, int] = {}
-    for rep, _ in loaded:
-        for h, n in rep["dataset"]["questions_by_hop"].items():
-            hops[h] = hops.get(h, 0) + n
+    for h in first.values():
+        hops[h] = hops.get(h, 0) + 1
     merged["dataset"]["questions_by_hop"] = hops
-    merged["config"] = {**base["config"], "merged_from": [
+    if args.hop_file:
+        merged["dataset"]["hop_files"] = args.hop_file
+    merged["config"] = {**base["config"], "limit": len(set(ids)), "offset": 0, "merged_from": [
         {"dir": str(d), "retrieval": rep["config"]["retrieval"], "limit": rep["config"]["limit"],
          "offset": rep["config"]["offset"]} for d, (rep, _) in zip(args.dirs, loaded,
                                                                     strict=True)]}

@@ -37,7 +37,7 @@ import numpy as np
 from talent_core.embedding import Embedder
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
-from talent_core.retrieval.neighbourhood import OneHop, neighbourhood
+from talent_core.retrieval.neighbourhood import OneHop, region
 from talent_core.retrieval.paths import PathExpansion, expand_paths
 from talent_core.retrieval.pcst import pcst
 from talent_core.retrieval.prizes import Prizes, paper_prizes, path_prizes, rank_prizes
@@ -171,28 +171,20 @@ def _paper(
     timings: dict[str, float],
 ) -> Candidate:
     t = time.perf_counter()
-    anchors = seeds.anchors()
-    sub = neighbourhood(store, [s.id for s in anchors], cfg.hops, cfg.caps())
-    ids = [n.id for n in sub.nodes]
-    names = {n.id: n.name for n in sub.nodes}
-    for s in anchors:  # an isolated anchor is still a node of the graph
-        if s.id not in names:
-            ids.append(s.id)
-            names[s.id] = s.name
-    index = {i: j for j, i in enumerate(ids)}
-    edges = [e for e in sub.edges if e.src in index and e.dst in index]
-    node_sim_map = store.entity_similarity(ids, enc.vector) if ids else {}
-    rels = sorted({e.rel for e in edges})
-    rel_sim_map = store.relation_similarity(rels, enc.vector) if rels else {}
+    reg = region(store, seeds.anchors(), cfg.hops, cfg.caps())
+    node_sim_map = store.entity_similarity(reg.ids, enc.vector) if reg.ids else {}
+    rel_sim_map = (store.relation_similarity(reg.relations, enc.vector)
+                   if reg.relations else {})
     timings["neighbourhood"] = _ms(t)
 
     t = time.perf_counter()
-    node_sim = np.array([node_sim_map.get(i, -1.0) for i in ids], dtype=np.float64)
-    edge_sim = np.array([rel_sim_map.get(e.rel, -1.0) for e in edges], dtype=np.float64)
+    node_sim = np.array([node_sim_map.get(i, -1.0) for i in reg.ids], dtype=np.float64)
+    rel_sim = np.array([rel_sim_map.get(r, -1.0) for r in reg.relations], dtype=np.float64)
+    edge_sim = rel_sim[reg.rel] if len(reg.rel) else np.zeros(0)
     prizes = paper_prizes(node_sim, edge_sim, cfg.k_nodes, cfg.k_edges, cfg.edge_cost)
-    endpoints = np.array([[index[e.src], index[e.dst]] for e in edges], dtype=np.int64)
-    cand = _select(question, ids, [names[i] for i in ids], edges, endpoints, prizes, seeds)
-    cand.truncated = sub.truncated
+    edges = [reg.edge(k) for k in range(len(reg.head))]
+    cand = _select(question, reg.ids, reg.names, edges, reg.endpoints, prizes, seeds)
+    cand.truncated = reg.truncated
     timings["pcst"] = _ms(t)
     return cand
 

@@ -72,16 +72,15 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from talent_core.embedding import Embedder
-from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
+from talent_core.models import Candidate, CandidateEdge, CandidateNode
 from talent_core.retrieval.config import RetrievalConfig
-from talent_core.retrieval.neighbourhood import neighbourhood
+from talent_core.retrieval.neighbourhood import region
 from talent_core.retrieval.relations import QuestionEncoding
 from talent_core.retrieval.seeds import SeedSet
 from talent_core.store.base import GraphReader
@@ -217,44 +216,6 @@ def soft_prune(
 # --- the retriever ---------------------------------------------------------------------------
 
 
-@dataclass
-class Region:
-    """The anchors' neighbourhood as arrays (node order: the store's, isolated anchors last)."""
-
-    ids: list[str]
-    names: list[str]
-    edges: list[Edge]
-    endpoints: np.ndarray  # (m, 2) node indices
-    rels: list[str]  # distinct relations
-    edge_rel: np.ndarray  # (m,) index into rels
-    truncated: bool
-
-
-def region(store: GraphReader, seeds: SeedSet, cfg: RetrievalConfig) -> Region:
-    anchors = seeds.anchors()
-    sub = neighbourhood(store, [s.id for s in anchors], cfg.hops, cfg.caps())
-    ids = [nd.id for nd in sub.nodes]
-    names = {nd.id: nd.name for nd in sub.nodes}
-    for s in anchors:  # an isolated anchor is still a node of the graph
-        if s.id not in names:
-            ids.append(s.id)
-            names[s.id] = s.name
-    index = {i: j for j, i in enumerate(ids)}
-    edges = [e for e in sub.edges if e.src in index and e.dst in index]
-    rels = sorted({e.rel for e in edges})
-    rel_index = {r: j for j, r in enumerate(rels)}
-    endpoints = np.array([[index[e.src], index[e.dst]] for e in edges], dtype=np.int64)
-    return Region(
-        ids=ids,
-        names=[names[i] for i in ids],
-        edges=edges,
-        endpoints=endpoints.reshape(-1, 2),
-        rels=rels,
-        edge_rel=np.array([rel_index[e.rel] for e in edges], dtype=np.int64),
-        truncated=sub.truncated,
-    )
-
-
 def _matrix(keys: Sequence[str], vecs: dict[str, np.ndarray], dim: int) -> np.ndarray:
     out = np.zeros((len(keys), dim), dtype=np.float32)
     for j, k in enumerate(keys):
@@ -278,12 +239,13 @@ def grag_candidate(
     `prune`. Nodes: centres first (rank order), then the region's order."""
     del embedder  # the question vector (enc) and the store's vectors are all GRAG reads
     t = time.perf_counter()
-    reg = region(store, seeds, cfg)
-    n, m = len(reg.ids), len(reg.edges)
+    reg = region(store, seeds.anchors(), cfg.hops, cfg.caps())
+    n, m = reg.n, len(reg.head)
     q = np.asarray(enc.vector, dtype=np.float32)
     dim = q.shape[0]
     node_vecs = _matrix(reg.ids, store.entity_vectors(reg.ids) if n else {}, dim)
-    rel_vecs = _matrix(reg.rels, store.relation_vectors(reg.rels) if reg.rels else {}, dim)
+    rel_vecs = _matrix(reg.relations, store.relation_vectors(reg.relations)
+                       if reg.relations else {}, dim)
     timings["neighbourhood"] = _ms(t)
 
     t = time.perf_counter()
@@ -292,7 +254,7 @@ def grag_candidate(
         timings["prune"] = 0.0
         return Candidate(question=question, seeds=seeds.seeds, truncated=reg.truncated)
     reach, members = ego_graphs(n, reg.endpoints, cfg.ego_hops)
-    egos = ego_embeddings(reach, members, node_vecs, reg.edge_rel, rel_vecs)
+    egos = ego_embeddings(reach, members, node_vecs, reg.rel, rel_vecs)
     centres, _ = rank_egos(egos, q, cfg.top_egos)
     timings["rank"] = _ms(t)
 
@@ -301,8 +263,8 @@ def grag_candidate(
     qn = float(np.linalg.norm(q)) or 1.0
     has_vec = np.linalg.norm(node_vecs, axis=1) > 0
     node_alpha = np.where(has_vec, node_vecs @ q / qn, -1.0)
-    rel_alpha = rel_vecs @ q / qn if len(reg.rels) else np.zeros(0)
-    edge_alpha = rel_alpha[reg.edge_rel] if m else np.zeros(0)
+    rel_alpha = rel_vecs @ q / qn if len(reg.relations) else np.zeros(0)
+    edge_alpha = rel_alpha[reg.rel] if m else np.zeros(0)
     keep_n, keep_e = soft_prune(
         reg.endpoints, node_alpha, edge_alpha, centres, nodes_in, edges_in, cfg.prune
     )
@@ -315,11 +277,8 @@ def grag_candidate(
                       seed=reg.ids[j] in seed_ids)
         for j in order
     ]
-    edges = [
-        CandidateEdge(src=reg.edges[k].src, rel=reg.edges[k].rel, dst=reg.edges[k].dst,
-                      prize=float(edge_alpha[k]))
-        for k in np.flatnonzero(keep_e).tolist()
-    ]
+    edges = [CandidateEdge(**reg.edge(k).model_dump(), prize=float(edge_alpha[k]))
+             for k in np.flatnonzero(keep_e).tolist()]
     timings["prune"] = _ms(t)
     log.debug("grag: region %d nodes / %d edges -> %d egos -> %d nodes, %d edges",
               n, m, len(centres), len(nodes), len(edges))

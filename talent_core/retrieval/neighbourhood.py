@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from talent_core.models import Subgraph
+import numpy as np
+
+from talent_core.models import Edge, Entity, Seed, Subgraph
 from talent_core.retrieval.config import MAX_HOPS, MIN_HOPS
 from talent_core.store.base import ExpansionCaps, GraphReader
 
@@ -66,3 +69,62 @@ class OneHop:
         self.edges += len(sub.edges)
         self.truncated |= sub.truncated
         return sub
+
+
+@dataclass
+class Region:
+    """The anchors' neighbourhood in local index space (entities 0..N-1, distinct triples
+    0..E-1): what the paper rule's PCST, GRAG and SubgraphRAG read."""
+
+    ids: list[str]
+    names: list[str]
+    head: np.ndarray  # (E,) int64
+    rel: np.ndarray  # (E,) int64, index into `relations`
+    tail: np.ndarray  # (E,) int64
+    relations: list[str]
+    topic: np.ndarray  # (N,) bool: the anchors
+    truncated: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.ids)
+
+    @property
+    def endpoints(self) -> np.ndarray:
+        """(E, 2) local [head, tail] per triple."""
+        return np.stack([self.head, self.tail], axis=1).reshape(-1, 2)
+
+    def edge(self, k: int) -> Edge:
+        return Edge(src=self.ids[int(self.head[k])], rel=self.relations[int(self.rel[k])],
+                    dst=self.ids[int(self.tail[k])])
+
+
+def region_of(sub: Subgraph, anchors: Sequence[Entity | Seed]) -> Region:
+    """`sub`'s distinct triples and entities, plus the anchors it lacks (an isolated anchor
+    is still a node), with the anchors flagged."""
+    ids = [n.id for n in sub.nodes]
+    names = [n.name for n in sub.nodes]
+    index = {i: j for j, i in enumerate(ids)}
+    for a in anchors:
+        if a.id not in index:
+            index[a.id] = len(ids)
+            ids.append(a.id)
+            names.append(a.name)
+    triples = list(dict.fromkeys(
+        (e.src, e.rel, e.dst) for e in sub.edges if e.src in index and e.dst in index
+    ))
+    relations = sorted({r for _, r, _ in triples})
+    rindex = {r: k for k, r in enumerate(relations)}
+    head = np.array([index[h] for h, _, _ in triples], dtype=np.int64)
+    rel = np.array([rindex[r] for _, r, _ in triples], dtype=np.int64)
+    tail = np.array([index[t] for _, _, t in triples], dtype=np.int64)
+    topic = np.zeros(len(ids), dtype=bool)
+    topic[[index[a.id] for a in anchors]] = True
+    return Region(ids, names, head, rel, tail, relations, topic, sub.truncated)
+
+
+def region(
+    store: GraphReader, anchors: Sequence[Entity | Seed], hops: int, caps: ExpansionCaps
+) -> Region:
+    """`region_of` the anchors' `hops`-hop neighbourhood (`neighbourhood`)."""
+    return region_of(neighbourhood(store, [a.id for a in anchors], hops, caps), anchors)

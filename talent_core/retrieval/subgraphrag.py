@@ -95,9 +95,9 @@ from scipy import sparse
 from torch import nn
 
 from talent_core.embedding import MINILM_ALIASES
-from talent_core.models import Candidate, CandidateEdge, CandidateNode, Entity, Seed, Subgraph
+from talent_core.models import Candidate, CandidateEdge, CandidateNode
 from talent_core.retrieval.config import RetrievalConfig
-from talent_core.retrieval.neighbourhood import neighbourhood
+from talent_core.retrieval.neighbourhood import Region, region
 from talent_core.store.base import GraphReader
 
 if TYPE_CHECKING:
@@ -119,48 +119,6 @@ class ScorerError(ValueError):
 
 
 # --- one question's triples ----------------------------------------------------------------
-
-
-@dataclass
-class QuestionGraph:
-    """A question's candidate triples in local index space (entities 0..N-1)."""
-
-    ids: list[str]
-    names: list[str]
-    head: np.ndarray  # (E,) int64
-    rel: np.ndarray  # (E,) int64, index into `relations`
-    tail: np.ndarray  # (E,) int64
-    relations: list[str]
-    topic: np.ndarray  # (N,) bool
-    truncated: bool = False
-
-    @property
-    def n(self) -> int:
-        return len(self.ids)
-
-
-def question_graph(sub: Subgraph, anchors: Sequence[Entity | Seed]) -> QuestionGraph:
-    """The neighbourhood's distinct triples, its entities (plus anchors it lacks) and the
-    topic flags."""
-    ids = [n.id for n in sub.nodes]
-    names = [n.name for n in sub.nodes]
-    index = {i: j for j, i in enumerate(ids)}
-    for a in anchors:
-        if a.id not in index:
-            index[a.id] = len(ids)
-            ids.append(a.id)
-            names.append(a.name)
-    triples = list(dict.fromkeys(
-        (e.src, e.rel, e.dst) for e in sub.edges if e.src in index and e.dst in index
-    ))
-    relations = sorted({r for _, r, _ in triples})
-    rindex = {r: k for k, r in enumerate(relations)}
-    head = np.array([index[h] for h, _, _ in triples], dtype=np.int64)
-    rel = np.array([rindex[r] for _, r, _ in triples], dtype=np.int64)
-    tail = np.array([index[t] for _, _, t in triples], dtype=np.int64)
-    topic = np.zeros(len(ids), dtype=bool)
-    topic[[index[a.id] for a in anchors]] = True
-    return QuestionGraph(ids, names, head, rel, tail, relations, topic, sub.truncated)
 
 
 # --- directional distance encoding ---------------------------------------------------------
@@ -196,7 +154,7 @@ def dde(
 
 
 def structure_features(
-    graph: QuestionGraph, rounds: int = 2, reverse_rounds: int = 2, topic_pe: bool = True
+    graph: Region, rounds: int = 2, reverse_rounds: int = 2, topic_pe: bool = True
 ) -> np.ndarray:
     """(N, S) per entity: [topic one-hot (if topic_pe), DDE rounds]."""
     parts = dde(graph.head, graph.tail, graph.topic, rounds, reverse_rounds)
@@ -305,7 +263,7 @@ def _check_dimensions(question: int, stored: int | None, meta: dict[str, Any] | 
 
 def store_features(
     store: GraphReader,
-    graph: QuestionGraph,
+    graph: Region,
     question_vector: np.ndarray,
     rounds: int = 2,
     reverse_rounds: int = 2,
@@ -523,8 +481,7 @@ def subgraphrag_candidate(
 
     t = time.perf_counter()
     anchors = seeds.anchors()
-    sub = neighbourhood(store, [a.id for a in anchors], cfg.hops, cfg.caps())
-    graph = question_graph(sub, anchors)
+    graph = region(store, anchors, cfg.hops, cfg.caps())
     feats = store_features(store, graph, enc.vector, meta["rounds"], meta["reverse_rounds"],
                            meta["topic_pe"], meta)
     timings["neighbourhood"] = _ms(t)

@@ -47,14 +47,13 @@ from talent_core.cli_options import model_options, with_options
 from talent_core.embedding import Embedder
 from talent_core.questions import QARecord
 from talent_core.retrieval.config import RetrievalConfig
-from talent_core.retrieval.neighbourhood import neighbourhood
+from talent_core.retrieval.neighbourhood import neighbourhood, region_of
 from talent_core.retrieval.subgraphrag import (
     NON_TEXT,
     ScorerError,
     TripleScorer,
     canonical_embedder,
     pseudo_labels,
-    question_graph,
     save_scorer,
     structure_features,
     top_k,
@@ -204,7 +203,7 @@ def build_example(rec: QARecord, store: GraphReader, embedder: Embedder, cfg: Re
     seeds, enc = seed_question(rec.question, rec.topic_entities, store, embedder, cfg)
     anchors = seeds.anchors()
     sub = neighbourhood(store, [a.id for a in anchors], cfg.hops, cfg.caps())
-    g = question_graph(sub, anchors)
+    g = region_of(sub, anchors)
     q = np.asarray(enc.vector, dtype=np.float32).ravel()
     if q.size != tables.dim:
         raise ScorerError(f"question vectors are {q.size}-d, expected {tables.dim}")
