@@ -20,31 +20,84 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from loaders.cli import load as _load_cmd
 from loaders.cli import stats as _stats_cmd
 from talent_core.cli_options import model_options, option_name, with_options
-from talent_core.llm import cli as _llm_cli
 from talent_core.questions import QUESTION_FORMATS, QuestionFormat, detect_question_format
 from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
-from talent_core.retrieval.subgraphrag import ScorerError
-from talent_core.retrieval.subgraphrag_train import train_subgraphrag
 from talent_core.text import TextInputError, printable, printable_json
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+# Commands whose modules import torch / transformers (seconds) are imported only when they
+# run: `talent --help` and every other command stay fast. name -> (builder, short help)
+TRAIN_HELP = "LoRA training of the LLM retriever / generator; SubgraphRAG's triple scorer."
+ANNOTATE_HELP = "Pseudo-gold reasoning nodes for ExplaGraphs with an LLM (paper Appendix A.2)."
+
+
+def _train_app() -> typer.Typer:
+    from talent_core.llm import cli as _llm_cli
+    from talent_core.retrieval.subgraphrag_train import train_subgraphrag
+
+    train_app = typer.Typer(no_args_is_help=True, help=TRAIN_HELP, add_completion=False)
+    train_app.command("retriever")(_llm_cli.train_retriever)
+    train_app.command("generator")(_llm_cli.train_generator)
+    train_app.command("tune-ranking")(_llm_cli.tune_ranking)
+    train_app.command("subgraphrag")(train_subgraphrag)
+    return train_app
+
+
+def _annotate_app() -> typer.Typer:
+    from talent_core.llm import cli as _llm_cli
+
+    one = typer.Typer(add_completion=False)
+    one.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
+    return one
+
+
+LAZY = {"train": (_train_app, TRAIN_HELP), "annotate-explagraphs": (_annotate_app, ANNOTATE_HELP)}
+
+
+class _LazyGroup(TyperGroup):
+    """The `talent` group: LAZY commands are built when they are invoked (or their own help
+    is asked); listing them in `talent --help` shows a stub with their short help."""
+
+    _resolving = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *LAZY]
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        self._resolving = True
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self._resolving = False
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in LAZY:
+            return super().get_command(ctx, cmd_name)
+        build, short = LAZY[cmd_name]
+        if not self._resolving:
+            return click.Command(cmd_name, help=short, short_help=short)
+        cmd = typer.main.get_command(build())
+        cmd.name = cmd_name
+        return cmd
+
+
+def _scorer_error() -> type[Exception]:
+    """SubgraphRAG's ScorerError, imported when an exception is being matched (an `except`
+    clause evaluates its classes only then)."""
+    from talent_core.retrieval.subgraphrag import ScorerError
+
+    return ScorerError
+
+
+app = typer.Typer(cls=_LazyGroup, add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(_load_cmd)
 app.command("stats")(_stats_cmd)
-
-train_app = typer.Typer(no_args_is_help=True,
-                        help="LoRA training of the LLM retriever / generator; SubgraphRAG's "
-                        "triple scorer.")
-train_app.command("retriever")(_llm_cli.train_retriever)
-train_app.command("generator")(_llm_cli.train_generator)
-train_app.command("tune-ranking")(_llm_cli.tune_ranking)
-train_app.command("subgraphrag")(train_subgraphrag)
-app.add_typer(train_app, name="train")
-app.command("annotate-explagraphs")(_llm_cli.annotate_explagraphs)
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_KG = Path(__file__).resolve().parent / "demo" / "metaqa" / "kb.txt.gz"  # CC BY 3.0
@@ -106,6 +159,20 @@ def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriev
                         question_format=question_format, store=store)
     except FileNotFoundError as e:
         raise _fail(str(e)) from None
+
+
+def _empty_store_notice(pipe) -> None:
+    """An empty store is said on stderr (where it is, and how to fill or choose one): a
+    question over it would silently retrieve nothing."""
+    stats = pipe.stats()
+    if stats.triples == 0:
+        typer.echo(f"note: the store {stats.store or ''} is empty: load a KG with `talent load` "
+                   "or `talent demo --no-app`, or set TALENT_DATA_DIR to a loaded store's "
+                   "folder" + (" (./.talent, the former default, is here: "
+                               "TALENT_DATA_DIR=.talent opens it)"
+                               if Path(".talent").is_dir() and Path(".talent").resolve()
+                               != Path(pipe.settings.data_dir).expanduser().resolve()
+                               else ""), err=True)
 
 
 def _frozen_notice(roles: list[str]) -> None:
@@ -175,11 +242,12 @@ def retrieve(
     qfmt = _question_format(fmt, questions)
     config = _retrieval_config(retrieval)
     pipe = Pipeline(retrieval=config, question_format=qfmt)
+    _empty_store_notice(pipe)
     try:
         if question is not None:
             try:
                 cand = pipe.retrieve(question, topic or None)
-            except (TextInputError, ScorerError) as e:
+            except (TextInputError, _scorer_error()) as e:
                 raise _fail(str(e)) from None
             if json:
                 typer.echo(printable_json(candidate_json(cand)))
@@ -256,10 +324,11 @@ def ask(
     pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
                      decode, _question_format(fmt, None))
     mode = "no-retriever" if no_retriever else "full"
+    _empty_store_notice(pipe)
     _frozen_notice(pipe.frozen_in(mode))
     try:
         ans = pipe.ask(question, topic or None, mode=mode)
-    except (TextInputError, ScorerError) as e:
+    except (TextInputError, _scorer_error()) as e:
         raise _fail(str(e)) from None
     finally:
         pipe.close()
@@ -414,6 +483,7 @@ def eval_cmd(
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
                       decode, qfmt))
     _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
+    _empty_store_notice(pipe)
     try:
         recs = itertools.islice(read_questions(questions[0], qfmt), offset,
                                 offset + limit if limit else None)
@@ -526,7 +596,8 @@ def run_app(
     """Start the Streamlit UI."""
     cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
            "--server.port", str(port), "--server.address", address,
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--client.toolbarMode", "minimal"]
     raise typer.Exit(subprocess.call(cmd))
 
 

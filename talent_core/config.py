@@ -6,12 +6,20 @@ never `os.environ` directly.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """One stable per-user place for the store, whatever the current folder:
+    `$XDG_DATA_HOME/talent`, else `~/.local/share/talent` (TALENT_DATA_DIR overrides)."""
+    base = os.environ.get("XDG_DATA_HOME") or Path("~/.local/share").expanduser()
+    return Path(base) / "talent"
 
 
 class Settings(BaseSettings):
@@ -21,7 +29,9 @@ class Settings(BaseSettings):
 
     # --- store -----------------------------------------------------------------------
     store: Literal["embedded", "neo4j"] = "embedded"
-    data_dir: Path = Path("./.talent")
+    # the embedded store's folder; the default does not depend on the current folder (a
+    # relative default silently opened a new, empty store when run from elsewhere)
+    data_dir: Path = Field(default_factory=default_data_dir)
     neo4j_uri: str | None = Field(default=None, validation_alias=AliasChoices("NEO4J_URI"))
     neo4j_user: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_USER"))
     # no default password: TALENT_STORE=neo4j without NEO4J_PASSWORD is an error

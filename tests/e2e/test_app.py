@@ -13,7 +13,7 @@ def _ask_gravity(at: AppTest) -> None:
     """Type the question and its topic, press Ask; the page must render without errors."""
     at.text_input(key="question").input("who directed Gravity")
     at.text_input(key="topic").input("Gravity")
-    at.button[0].click()
+    at.button(key="ask").click()
     at.run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -33,7 +33,7 @@ def test_app_shows_candidate_evidence(use_toy):
 def test_app_empty_question_does_nothing(use_toy):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.button[0].click()
+    at.button(key="ask").click()
     at.run()
     assert not at.exception
     assert not at.dataframe  # nothing retrieved for an empty question
@@ -50,8 +50,8 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     get_settings.cache_clear()
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.sidebar.radio[1].set_value("full")  # [0] is the page switch
-    at.sidebar.radio[2].set_value("ranked")
+    at.radio(key="mode").set_value("full")
+    at.radio(key="decode").set_value("ranked")
     _ask_gravity(at)
     assert any("frozen base model" in w.value for w in at.warning)
     ranked = at.dataframe[0].value  # the ranked candidate answers
@@ -69,9 +69,9 @@ def test_app_refuses_a_bad_retrieval_setting(use_toy, monkeypatch):
     monkeypatch.setattr(rc, "field_bounds", lambda n: (1, 5) if n == "hops" else real(n))
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.sidebar.slider[0].set_value(5)  # [1] is k
+    at.slider(key="hops").set_value(5)
     at.text_input(key="question").input("who directed [Gravity]")
-    at.button[0].click()
+    at.button(key="ask").click()
     at.run()
     assert not at.exception, at.exception
     assert any("hops" in e.value and "less than or equal to 3" in e.value for e in at.error)
@@ -87,7 +87,7 @@ def test_app_answers_with_each_retriever_in_retrieval_mode(use_toy):
     at.run()
     at.radio(key="mode").set_value("retrieval")
     at.text_input(key="question").input("who directed [Gravity]")
-    at.button[0].click()
+    at.button(key="ask").click()
     at.run()
     assert not at.exception, at.exception
     assert any("S (vector)" in c.value for c in at.caption), [c.value for c in at.caption]

@@ -1,0 +1,107 @@
+"""What every page shares: the cached Pipeline, the store line of the sidebar, the graph
+component with its legend, and the component's click events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from app.kg import EDGE_GROUPS, ROLES
+from app.safe import plain
+from talent_core.config import get_settings
+from talent_core.pipeline import Pipeline
+
+
+@st.cache_resource(show_spinner="Opening the graph store (the first start of the embedded "
+                   "server can take a few seconds)…")
+def _pipeline(adapters: str, decode: str, base_model: str, store: str) -> Pipeline:
+    """One Pipeline per (adapters, decoding, base model, store): the cache key names all
+    four (``store`` only as the key: the settings name the same store)."""
+    return Pipeline(adapters=adapters or None, decode=decode,  # type: ignore[arg-type]
+                    base_model=base_model)
+
+
+def store_key() -> str:
+    s = get_settings()
+    return f"{s.store}:{s.data_dir.expanduser().resolve()}:{s.neo4j_uri}:{s.graph_name}"
+
+
+def get_pipeline(adapters: str, decode: str, base_model: str) -> Pipeline:
+    return _pipeline(adapters, decode, base_model, store_key())
+
+
+def default_pipeline() -> Pipeline:
+    """The Pipeline of the default settings (Explore, Load, Evaluate share Ask's default)."""
+    s = get_settings()
+    return get_pipeline(s.adapters, s.decode, s.base_model)
+
+
+def store_caption(pipe: Pipeline) -> None:
+    """Where the store is and what it holds, at the foot of the sidebar; an empty store is
+    said plainly on the page."""
+    stats = pipe.stats()
+    s = get_settings()
+    where = s.data_dir.expanduser().resolve() if s.store == "embedded" else s.neo4j_uri
+    st.sidebar.caption(plain(f"store: {s.store} · {where} · {stats.entities:,} entities, "
+                             f"{stats.triples:,} triples"))
+    if stats.triples == 0:
+        st.warning(plain(f"The store at {where} is empty: load a KG on the Load page, run "
+                         "`talent demo`, or point TALENT_DATA_DIR at a loaded store."))
+
+
+def legend(roles: list[str] | None = None, edges: bool = True) -> None:
+    """The colour legend of the graph (HTML built from constants only, no KG text)."""
+    items = [(c, t) for r, c, t in ROLES if roles is None or r in roles]
+    html = " ".join(
+        f'<span style="display:inline-block;margin-right:14px">'
+        f'<span style="display:inline-block;width:12px;height:12px;border-radius:6px;'
+        f'background:{c};vertical-align:middle"></span> {t}</span>' for c, t in items)
+    if edges:
+        html += ('<br><span style="font-size:0.85em">edges: '
+                 '<span style="color:#ff7f0e">■ evidence path</span> · '
+                 '<span style="color:#9467bd">■ out-of-candidate joined to S</span> · '
+                 '<span style="color:#b0b0b0">■ S</span> · '
+                 '<span style="color:#c9b38a">■ added by a click</span></span>')
+    st.html(f'<div data-testid="talent-legend" style="font-size:0.9em">{html}</div>')
+
+
+class _Style:
+    """A raw Cytoscape style rule in the form st_link_analysis's styles dump to."""
+
+    def __init__(self, selector: str, style: dict[str, Any]):
+        self.selector, self.style = selector, style
+
+    def dump(self) -> dict[str, Any]:
+        return {"selector": self.selector, "style": self.style}
+
+
+# the package's labels (font 3.6, hidden below a rendered 10 px) vanish on a graph of a
+# few dozen nodes: larger captions, always drawn
+LABELS = [_Style("node", {"font-size": 7, "min-zoomed-font-size": 0, "text-wrap": "ellipsis",
+                          "text-max-width": 90}),
+          _Style("edge", {"font-size": 5, "min-zoomed-font-size": 0})]
+
+
+def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
+    """Draw ``elements`` with st_link_analysis; returns the id of a node the analyst asked
+    to expand (double-click, or the expand button) once per click, else None."""
+    from st_link_analysis import EdgeStyle, NodeStyle, st_link_analysis
+
+    node_styles = [NodeStyle(r, c, caption="name") for r, c, _ in ROLES]
+    # labeled=None: the package warns about its deprecated `labeled` argument otherwise
+    edge_styles = [EdgeStyle(g, c, caption="rel", directed=True, labeled=None)  # type: ignore[arg-type]
+                   for g, c in EDGE_GROUPS]
+    value = st_link_analysis(elements, layout="cose",
+                             node_styles=[*node_styles, *LABELS],  # type: ignore[list-item]
+                             edge_styles=edge_styles, height=height, key=key,
+                             node_actions=["expand"])
+    if not isinstance(value, dict) or value.get("action") != "expand":
+        return None
+    stamp = value.get("timestamp")
+    seen = st.session_state.setdefault("_graph_events", {})
+    if seen.get(key) == stamp:
+        return None  # the same click, reported again on a rerun
+    seen[key] = stamp
+    ids = (value.get("data") or {}).get("node_ids") or []
+    return str(ids[0]) if ids else None

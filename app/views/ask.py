@@ -1,0 +1,364 @@
+"""Ask: a question -> the answer with the KG's names, each answer's evidence path(s) from a
+seed, the candidate subgraph S as an interactive graph coloured by role (double-click a
+node to add its neighbours from the store), the retriever's selection and the names it
+produced outside S, export as JSON/CSV, and the session's history."""
+
+from __future__ import annotations
+
+import threading
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from app.common import get_pipeline, graph, legend, store_caption
+from app.kg import (
+    Extra,
+    answer_evidence,
+    elements,
+    export_csv,
+    export_json,
+    join_out_of_candidate,
+    missing_topics,
+    one_hop,
+)
+from app.safe import plain
+from talent_core.config import get_settings
+from talent_core.pipeline import Pipeline
+from talent_core.questions import parse_question
+from talent_core.retrieval.config import (
+    Method,
+    RetrievalConfig,
+    RetrievalSettingsError,
+    field_bounds,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
+    "examples.txt"
+MODEL_LOAD_S = 30  # about how long the first load of the language models takes (2 cores)
+HISTORY = 20  # answers kept in the session's history
+
+
+def example_questions(pipe: Pipeline) -> list[str]:
+    """Questions for the loaded KG: the bundled MetaQA dev examples when the store holds
+    their entities, then the questions a RoG load wrote under <data_dir>/questions."""
+    import json
+
+    out: list[str] = []
+    if EXAMPLES.is_file():
+        qs = [ln.split("\t")[0] for ln in EXAMPLES.read_text(encoding="utf-8").splitlines()
+              if ln.strip() and not ln.startswith("#")]
+        topics = [t for q in qs[:3] for t in parse_question(q)[1]]
+        if topics and pipe.store.entities_by_name(topics):
+            out += qs
+    qdir = Path(pipe.settings.data_dir) / "questions"
+    for f in sorted(qdir.glob("*.jsonl"))[:3] if qdir.is_dir() else []:
+        with f.open(encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if i >= 10:
+                    break
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    break
+                q, topics = rec.get("question"), rec.get("q_entity") or []
+                if isinstance(q, str) and q.strip():
+                    out.append(q if not topics else
+                               q + "".join(f" [{t}]" for t in topics[:1] if t not in q))
+    return list(dict.fromkeys(out))
+
+
+def ensure_models(pipe: Pipeline) -> None:
+    """Load the language models once, with a progress bar: the first load converts the base
+    model (GGUF -> safetensors, cached) and takes about half a minute."""
+    if pipe.models_loaded:
+        return
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            _ = pipe.models
+        except BaseException as e:  # shown below, on the page's thread
+            box["error"] = e
+
+    bar = st.progress(0.0, text="Loading the language models (first question only)…")
+    t = threading.Thread(target=work, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    while t.is_alive():
+        el = time.perf_counter() - t0
+        bar.progress(min(el / MODEL_LOAD_S, 0.95),
+                     text=f"Loading the language models: {el:.0f} s of about {MODEL_LOAD_S} s "
+                     "(first question only; later questions reuse them)")
+        t.join(0.5)
+    bar.empty()
+    if "error" in box:
+        raise box["error"]
+    st.toast(f"Language models loaded in {time.perf_counter() - t0:.0f} s")
+
+
+def sidebar() -> tuple[str, str, str, dict[str, Any]]:
+    settings = get_settings()
+    with st.sidebar:
+        st.header("Models")
+        mode = st.radio(
+            "Mode", ["retrieval", "full", "no-retriever"], key="mode",
+            help="retrieval: candidate subgraph only (no LLM). full: LLM retriever + "
+            "generator. no-retriever: S straight to the generator (ablation).")
+        decode = st.radio(
+            "Decoding", ["ranked", "free"], key="decode",
+            index=0 if settings.decode == "ranked" else 1,
+            help="ranked: every candidate name is scored by the model; answers are KG nodes "
+            "with scores. free: the paper's greedy decoding of a name list.")
+        choice = st.selectbox(
+            "Adapters", ["bundled (trained)", "none (frozen base model)", "directory…"],
+            key="adapters",
+            help="bundled: the LoRA adapters shipped with the package for the default base "
+            "model; none: the base model without training (the paper's frozen ablation).")
+        adapters = {"bundled (trained)": "bundled", "none (frozen base model)": "none"}.get(
+            choice, "")
+        if not adapters:
+            adapters = st.text_input("Directory with retriever/ and generator/",
+                                     settings.adapters if settings.adapters not in
+                                     ("bundled", "none") else "")
+        st.header("Retrieval")
+        defaults = RetrievalConfig()
+        method = st.selectbox(
+            "Retriever", list(typing.get_args(Method)), key="method",
+            help=RetrievalConfig.model_fields["method"].description)
+        lo, hi = field_bounds("hops")
+        hops = st.slider("hops", int(lo or 1), int(hi or defaults.hops), defaults.hops,
+                         key="hops")
+        overrides: dict[str, Any] = dict(method=method, hops=hops)
+        if method in ("pcst", "vector"):
+            k = st.slider("k (nodes = edges = path beam)", 1, 20, defaults.k_nodes, key="k",
+                          help="k_nodes and, by prize rule, k_edges (paper) or beam (default)")
+            overrides.update(k_nodes=k, k_edges=k, beam=k)
+        if method == "pcst":
+            overrides["prizes"] = st.selectbox("prize rule", ["default", "paper"],
+                                               key="prizes")
+        elif method == "subgraphrag":
+            overrides["top_triples"] = st.slider(
+                "K triples", 5, 200, defaults.top_triples, key="top_triples",
+                help=RetrievalConfig.model_fields["top_triples"].description)
+        elif method == "grag":
+            overrides["top_egos"] = st.slider(
+                "N ego-graphs", 1, 10, defaults.top_egos, key="top_egos",
+                help=RetrievalConfig.model_fields["top_egos"].description)
+            overrides["ego_hops"] = st.slider("ego-graph radius", 1, int(hi or 3),
+                                              defaults.ego_hops, key="ego_hops")
+    return mode, decode, adapters.strip(), overrides
+
+
+def history_sidebar() -> None:
+    hist = st.session_state.get("history", [])
+    if not hist:
+        return
+    st.sidebar.header("Session history")
+    for i, h in enumerate(reversed(hist)):
+        idx = len(hist) - 1 - i
+        label = f"{h['answer'].question[:60]} · {h['mode']} · {h['answer'].candidate.method}"
+        if st.sidebar.button(plain(label), key=f"hist{idx}", width="stretch"):
+            st.session_state["current"] = idx
+
+
+def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: str,
+                 overrides: dict[str, Any]) -> None:
+    topics = [t.strip() for t in topic.split("|") if t.strip()] or None
+    try:
+        pipe.retrieval_config(**overrides)
+    except RetrievalSettingsError as e:
+        st.error(plain(str(e)))
+        return
+    if mode != "retrieval":
+        frozen = pipe.frozen_in(mode)  # type: ignore[arg-type]
+        if frozen:
+            st.warning("No trained adapter for the " + " and the ".join(frozen) + ": the "
+                       "frozen base model runs in its place, and its answers are poor.")
+        try:
+            ensure_models(pipe)
+        except Exception as e:
+            st.error(plain(f"{type(e).__name__}: {e}"))
+            return
+    first = "embedder" not in st.session_state.setdefault("_warm", set())
+    with st.spinner(("Retrieving…" if mode == "retrieval" else "Retrieving and generating…")
+                    + (" (the first question also loads the embedding model)" if first
+                       else "")):
+        try:
+            t0 = time.perf_counter()
+            answer = pipe.ask(question, topics, mode=mode, decode=decode,  # type: ignore[arg-type]
+                              **overrides)
+            wall = time.perf_counter() - t0
+            _, parsed = parse_question(question, topics)
+            missing = missing_topics(pipe.store, pipe.embedder, parsed)
+            extra = Extra()
+            join_out_of_candidate(pipe.store, answer, extra)
+        except Exception as e:  # shown to the analyst, not swallowed
+            st.error(plain(f"{type(e).__name__}: {e}"))
+            return
+    st.session_state["_warm"].add("embedder")
+    hist = st.session_state.setdefault("history", [])
+    hist.append({"answer": answer, "mode": mode, "missing": missing, "extra": extra,
+                 "evidence": answer_evidence(answer), "wall_s": wall,
+                 "topics": parsed})
+    del hist[:-HISTORY]
+    st.session_state["current"] = len(hist) - 1
+
+
+def show_notices(h: dict[str, Any]) -> None:
+    answer = h["answer"]
+    for name, close in h["missing"].items():
+        st.warning(plain(f"“{name}” is not in the KG (no entity has this name). "
+                         + (f"Closest names: {'; '.join(close)}. " if close else "")
+                         + "The subgraph below comes from the other seeds."))
+    if not h["topics"] and answer.candidate.seeds and all(
+            set(s.sources) <= {"vector"} for s in answer.candidate.seeds):
+        st.info(plain("No entity of the question was matched by name; the seeds come from "
+                      "vector similarity only: "
+                      + "; ".join(s.name for s in answer.candidate.seeds[:5])
+                      + ". Put the entity in [brackets] to have it looked up by name."))
+    if not answer.candidate.nodes:
+        st.info("No candidate subgraph: no seed entity was found for this question.")
+
+
+def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
+    answer, mode = h["answer"], h["mode"]
+    st.subheader(plain(answer.question))
+    show_notices(h)
+    if mode != "retrieval":
+        st.markdown("**Answer:** " + (" | ".join(f"**{plain(a)}**" for a in answer.answer)
+                                      or "_(no answer)_"))
+        who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
+        st.caption(f"{answer.decode} decoding · {who}")
+        for ev in h["evidence"]:
+            if ev.text:
+                for t in ev.text:
+                    st.markdown(plain(f"{ev.answer}:  {t}"))
+            else:
+                st.markdown(plain(f"{ev.answer}: no path from a seed in S"
+                                  + (" (named outside S)" if ev.id else "")))
+        if answer.ranked:
+            with st.expander("ranked candidate answers (log-likelihood)"):
+                st.dataframe([{"answer": r.name, "score": r.score, "id": r.id,
+                               "chosen": r.name in answer.answer} for r in answer.ranked],
+                             width="stretch")
+        else:
+            with st.expander("raw generator output"):
+                st.code(answer.raw or "", language=None)
+    cand = answer.candidate
+    st.caption(
+        f"S ({cand.method}): {len(cand.nodes)} nodes, {len(cand.edges)} edges"
+        + (" · neighbourhood truncated by a cap" if cand.truncated else "")
+        + " · " + ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
+        + f" · wall {h['wall_s']:.1f} s")
+    c1, c2 = st.columns(2)
+    stem = f"answer-{idx + 1}"
+    c1.download_button("Download answer + evidence (JSON)", export_json(answer, h["evidence"]),
+                       f"{stem}.json", "application/json", key=f"json{idx}")
+    c2.download_button("Download answer + evidence (CSV)", export_csv(answer, h["evidence"]),
+                       f"{stem}.csv", "text/csv", key=f"csv{idx}")
+
+    sel_ids = {n.id for n in answer.selection.selected} if answer.selection else set()
+    tabs = st.tabs(["Graph", "Candidate nodes", "Selected", "Out of candidate", "Edges",
+                    "Seeds"])
+    with tabs[0]:
+        missing = [o.name for o in (answer.selection.out_of_candidate if answer.selection
+                                    else []) if not o.grounded]
+        if missing:
+            st.warning(plain("Named by the retriever but NOT in the KG (drawn unconnected, "
+                             "red): " + "; ".join(missing)))
+        if cand.nodes:
+            legend()
+            extra: Extra = h["extra"]
+            clicked = graph(elements(answer, extra, h["evidence"]), key=f"ask-graph-{idx}")
+            if clicked and not clicked.startswith("missing:"):
+                added = extra.add(one_hop(pipe.store, clicked))
+                extra.expanded.append(clicked)
+                st.toast(f"{added} nodes/edges added from the store")
+                st.rerun()
+            st.caption("Double-click a node (or select it and press ⤢) to add its neighbours "
+                       "from the store; click a node to see its id.")
+            if cand.method == "grag":
+                from talent_core.retrieval.grag import describe
+
+                with st.expander("GRAG text view (a tree per ego-graph centre)"):
+                    st.code(describe(cand), language=None)
+    with tabs[1]:
+        st.dataframe([{"name": n.name, "id": n.id, "prize": n.prize, "seed": n.seed,
+                       "selected": n.id in sel_ids} for n in cand.nodes], width="stretch")
+    with tabs[2]:
+        if answer.selection is None:
+            st.info("No LLM retriever in this mode.")
+        else:
+            st.dataframe([{"name": n.name, "id": n.id} for n in answer.selection.selected],
+                         width="stretch")
+            if answer.selection.ranked:
+                st.caption("ranked retriever: every node of S scored (log-likelihood)")
+                st.dataframe([r.model_dump(exclude={"id"}) for r in answer.selection.ranked],
+                             width="stretch")
+            else:
+                st.code(answer.selection.raw or "", language=None)
+    with tabs[3]:
+        if answer.selection is None:
+            st.info("No LLM retriever in this mode.")
+        else:
+            st.dataframe([o.model_dump() for o in answer.selection.out_of_candidate],
+                         width="stretch")
+    with tabs[4]:
+        edges = answer.edges if mode != "retrieval" else cand.edges
+        names = {n.id: n.name for n in cand.nodes}
+        st.dataframe([{"src": names.get(e.src, e.src), "rel": e.rel,
+                       "dst": names.get(e.dst, e.dst), "prize": e.prize} for e in edges],
+                     width="stretch")
+    with tabs[5]:
+        st.dataframe([s.model_dump() for s in cand.seeds], width="stretch")
+
+
+def page() -> None:
+    settings = get_settings()
+    mode, decode, adapters, overrides = sidebar()
+    try:
+        pipe = get_pipeline(adapters, decode, settings.base_model)
+    except FileNotFoundError as e:
+        st.error(plain(str(e)))
+        return
+    st.title("Ask")
+    stats = pipe.stats()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("entities", f"{stats.entities:,}")
+    c2.metric("relations", f"{stats.relations:,}")
+    c3.metric("triples", f"{stats.triples:,}")
+    store_caption(pipe)
+
+    carry = st.session_state.pop("_carry", None)
+    if carry:
+        st.session_state["topic"] = carry
+        st.session_state["question"] = ""
+        st.info(plain(f"Topic entity “{carry}” carried from Explore: type a question about "
+                      "it (e.g. who directed it, what did it star in)."))
+    examples = example_questions(pipe)
+    if examples:
+        picked = st.selectbox("Example questions for the loaded KG", ["—"] + examples,
+                              key="example")
+        if picked != "—" and st.session_state.get("_example") != picked:
+            st.session_state["_example"] = picked
+            st.session_state["question"] = picked
+    question = st.text_input(
+        "Question (names in [brackets] are looked up as topic entities)", key="question",
+        placeholder="e.g. who directed the films that [Tom Cruise] starred in")
+    topic = st.text_input("Topic entities (optional, `|`-separated)", key="topic")
+    if mode != "retrieval" and not pipe.models_loaded:
+        st.caption(f"The first question in mode {mode} loads the language models "
+                   f"(about {MODEL_LOAD_S} s, with a progress bar); later ones reuse them.")
+    if st.button("Ask", type="primary", key="ask") and question.strip():
+        run_question(pipe, question, topic, mode, decode, overrides)
+    history_sidebar()
+    hist = st.session_state.get("history", [])
+    idx = st.session_state.get("current")
+    if idx is not None and 0 <= idx < len(hist):
+        show_answer(pipe, hist[idx], idx)
+
+
+page()

@@ -1,0 +1,211 @@
+"""Evaluate: run a small `talent eval --report` on a question file (talent_core.report) with
+a progress bar, show its tables and plots, and compare saved report folders side by side."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from app.common import default_pipeline, store_caption
+from app.safe import plain, upload_path
+
+REPO = Path(__file__).resolve().parents[2]
+BUNDLED = {
+    "MetaQA examples for the bundled movie KB (12 questions)":
+        REPO / "talent_core" / "demo" / "metaqa" / "examples.txt",
+}
+
+
+def report_dirs(data_dir: Path) -> list[Path]:
+    """Saved reports: bench/reports/* of the repository and <data_dir>/reports/*."""
+    out = []
+    for root in (REPO / "bench" / "reports", Path(data_dir) / "reports"):
+        if root.is_dir():
+            out += sorted(p for p in root.iterdir() if (p / "report.json").is_file())
+    return out
+
+
+def flat_results(report: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """One row per method x mode x sweep point of a report.json: the headline metrics."""
+    rows = []
+    for g in report.get("results", []):
+        ret = g.get("retrieval", {})
+        nodes = ret.get("nodes") or ret.get("S") or {}
+        qa = g.get("qa") or {}
+        lat = (g.get("latency") or {}).get("total") or {}
+        rows.append({"report": name, "method": g.get("method"), "mode": g.get("mode"),
+                     "point": g.get("label"), "n": g.get("n"),
+                     "hit": nodes.get("hit"), "recall": nodes.get("recall"),
+                     "f1": nodes.get("f1"), "mean nodes": nodes.get("size"),
+                     "QA hit@1": qa.get("hit@1"), "answer F1": qa.get("answer_f1"),
+                     "latency mean ms": lat.get("mean_ms")})
+    return rows
+
+
+def show_report(folder: Path) -> None:
+    md = folder / "report.md"
+    data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    st.dataframe(flat_results(data, folder.name), width="stretch", hide_index=True)
+    plots = [folder / p for p in data.get("plots", []) if (folder / p).is_file()]
+    for i in range(0, len(plots), 2):
+        cols = st.columns(2)
+        for c, p in zip(cols, plots[i:i + 2]):
+            c.image(str(p), caption=p.name)
+    if md.is_file():
+        with st.expander("report.md (every table)"):
+            # the report's own Markdown (written by talent_core.report; no KG text in it)
+            st.markdown(md.read_text(encoding="utf-8"))
+
+
+def _lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    with path.open("rb") as f:
+        return sum(1 for _ in f)
+
+
+def run(pipe: Any, files: list[Path], fmt: str, methods: list[str], sweep: str,
+        limit: int, out_dir: Path) -> tuple[dict[str, Any] | None, Exception | None]:
+    """run_report on a worker thread; the page's thread counts rows.jsonl for progress."""
+    from talent_core.report import (
+        ReportOptions,
+        plan,
+        read_items,
+        run_report,
+        select_items,
+        sweep_points,
+    )
+
+    options = ReportOptions.parse(files, fmt, ",".join(methods), None,
+                                  [sweep] if sweep.strip() else None, pipe.retrieval,
+                                  limit, 0, 0)
+    items = select_items(read_items(options.files, fmt), options.limit, options.sample_seed,
+                         options.offset)
+    total = len(plan(items, options.methods, options.modes, sweep_points(options.sweeps)))
+    rows = out_dir / "rows.jsonl"
+    before = _lines(rows)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["report"] = run_report(pipe, options, out_dir, command="(UI) Evaluate page",
+                                       progress=False)
+        except Exception as e:
+            box["error"] = e
+
+    bar = st.progress(0.0, text=f"0 of {total} rows")
+    t = threading.Thread(target=work, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    while t.is_alive():
+        t.join(0.5)
+        done = _lines(rows) - before
+        el = time.perf_counter() - t0
+        eta = el / done * (total - done) if done else None
+        bar.progress(min(done / total, 1.0) if total else 0.0,
+                     text=f"{done} of {total} rows · {el:.0f} s"
+                     + (f" · ETA {eta:.0f} s" if eta is not None else ""))
+    bar.progress(1.0, text=f"report written in {time.perf_counter() - t0:.1f} s")
+    return box.get("report"), box.get("error")
+
+
+def page() -> None:
+    from talent_core.report import DEFAULT_METHODS, METHODS
+
+    st.title("Evaluate")
+    pipe = default_pipeline()
+    store_caption(pipe)
+    data_dir = Path(pipe.settings.data_dir)
+    run_tab, compare_tab = st.tabs(["Run a report", "Saved reports"])
+    with run_tab:
+        source = st.radio("Questions", [*BUNDLED, "upload a question file"], key="eval_src")
+        upload = (st.file_uploader("Question file (MetaQA qa_*.txt or RoG .jsonl)",
+                                   key="eval_upload") if source not in BUNDLED else None)
+        c1, c2, c3 = st.columns(3)
+        methods = c1.multiselect("Methods", [m for m in METHODS if m != "graph"],
+                                 default=DEFAULT_METHODS["metaqa"], key="eval_methods",
+                                 help="llm-* load the language models (slow on CPU)")
+        limit = c2.number_input("questions", 1, 500, 10, key="eval_limit")
+        sweep = c3.text_input("sweep (optional)", key="eval_sweep",
+                              placeholder="k=3,5,10")
+        name = st.text_input("report name", "ui-report", key="eval_name")
+        if st.button("Run the report", type="primary", key="eval_run"):
+            run_section(pipe, data_dir, source, upload, methods, sweep, int(limit), name)
+        last = st.session_state.get("eval_last")
+        if last and (Path(last) / "report.json").is_file():
+            show_report(Path(last))
+    with compare_tab:
+        compare_section(data_dir)
+
+
+def run_section(pipe: Any, data_dir: Path, source: str, upload: Any, methods: list[str],
+                sweep: str, limit: int, name: str) -> None:
+    from talent_core.report import ReportError
+
+    if not re.fullmatch(r"[\w][\w.-]*", name):
+        st.error("report name: letters, digits, '.', '_', '-'")
+        return
+    if not methods:
+        st.error("pick at least one method")
+        return
+    out_dir = data_dir / "reports" / name
+    with tempfile.TemporaryDirectory() as tmp:
+        if upload is not None:
+            path = upload_path(Path(tmp), upload.name)
+            path.write_bytes(upload.getvalue())
+        elif source in BUNDLED:
+            path = BUNDLED[source]
+        else:
+            st.warning("Upload a question file first.")
+            return
+        fmt = "rog" if path.suffix.lower() in (".jsonl", ".json", ".parquet") \
+            else "metaqa"
+        try:
+            rep, err = run(pipe, [path], fmt, methods, sweep, limit, out_dir)
+        except ReportError as e:
+            rep, err = None, e
+    if err is not None:
+        st.error(plain(f"{type(err).__name__}: {err}"))
+    else:
+        assert rep is not None
+        st.success(plain(f"{rep['run']['rows']} rows ({rep['run']['computed']} "
+                         f"computed) in {rep['run']['wall_s']:.1f} s → {out_dir}"))
+        st.session_state["eval_last"] = str(out_dir)
+
+
+def compare_section(data_dir: Path) -> None:
+    dirs = report_dirs(data_dir)
+    if not dirs:
+        st.info("No saved report yet (bench/reports/*, <data_dir>/reports/*).")
+        return
+    labels = {str(d): f"{d.parent.parent.name}/{d.parent.name}/{d.name}" for d in dirs}
+    picked = st.multiselect("Reports to compare", list(labels),
+                            default=list(labels)[:2], format_func=labels.get,
+                            key="eval_compare")
+    rows: list[dict[str, Any]] = []
+    for p in picked:
+        rows += flat_results(json.loads((Path(p) / "report.json").read_text(
+            encoding="utf-8")), Path(p).name)
+    if rows:
+        st.dataframe(rows, width="stretch", hide_index=True)
+    if len(picked) == 1:
+        show_report(Path(picked[0]))
+    elif picked:
+        cols = st.columns(len(picked))
+        for c, p in zip(cols, picked):
+            with c:
+                st.caption(labels[p])
+                for img in json.loads((Path(p) / "report.json").read_text(
+                        encoding="utf-8")).get("plots", [])[:4]:
+                    if (Path(p) / img).is_file():
+                        st.image(str(Path(p) / img), caption=img)
+
+
+page()

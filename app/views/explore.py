@@ -1,0 +1,73 @@
+"""Explore: find an entity by name (exact, fulltext and vector matches), show its
+neighbourhood as a graph and a table, filter by relation, double-click a node to add its
+neighbours, and carry the entity to Ask."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app.common import default_pipeline, graph, legend, store_caption
+from app.kg import Extra, find_entities, neighbourhood_elements, one_hop
+from app.safe import plain
+from talent_core.models import Entity
+from talent_core.store.base import ExpansionCaps
+
+CAPS = ExpansionCaps(fanout=50, max_nodes=80, max_edges=200)
+
+
+def page() -> None:
+    st.title("Explore the KG")
+    pipe = default_pipeline()
+    store_caption(pipe)
+    text = st.text_input("Find an entity by name", key="explore_query",
+                         placeholder="e.g. Gravity, Tom Cruise, m.0abc")
+    if not text.strip():
+        st.caption("Exact name, fulltext and vector (embedding) matches are listed; pick one "
+                   "to see its neighbourhood.")
+        return
+    with st.spinner("Searching (the first search loads the embedding model)…"):
+        try:
+            found = find_entities(pipe.store, pipe.embedder, text, k=10)
+        except Exception as e:
+            st.error(plain(f"{type(e).__name__}: {e}"))
+            return
+    if not found:
+        st.warning(plain(f"No entity matches “{text}”."))
+        return
+    labels = [f"{e.name}  ·  {how}" + (f" {score:.2f}" if score is not None else "")
+              + (f"  ·  id {e.id}" if e.id != e.name else "") for e, how, score in found]
+    i = st.selectbox("Matches", range(len(found)), format_func=lambda j: labels[j],
+                     key="explore_pick")
+    entity: Entity = found[i or 0][0]
+    state = st.session_state.setdefault("explore", {})
+    if state.get("centre") != entity.id:
+        state.clear()
+        state.update(centre=entity.id, extra=Extra())
+    extra: Extra = state["extra"]
+    sub = one_hop(pipe.store, entity.id, CAPS)
+    rels = sorted({e.rel for e in sub.edges} | {r for _, r, _ in extra.edges})
+    c1, c2 = st.columns([3, 1])
+    chosen = c1.multiselect("Relations", rels, default=rels, key=f"rels-{entity.id}")
+    if c2.button("Ask about this entity", type="primary", key="explore_ask"):
+        st.session_state["_carry"] = entity.name
+        st.switch_page("views/ask.py")
+    st.caption(plain(f"{entity.name} (id {entity.id}): {len(sub.nodes) - 1} neighbours, "
+                     f"{len(sub.edges)} edges" + (" · cut by a cap" if sub.truncated else "")
+                     + (f" · {len(extra.expanded)} node(s) expanded" if extra.expanded
+                        else "")))
+    legend(["seed", "candidate", "expanded"], edges=False)
+    els = neighbourhood_elements(entity, sub, set(chosen), extra)
+    clicked = graph(els, key=f"explore-graph-{entity.id}", height=480)
+    if clicked:
+        extra.add(one_hop(pipe.store, clicked))
+        extra.expanded.append(clicked)
+        st.rerun()
+    names = {n.id: n.name for n in [*sub.nodes, *extra.nodes.values()]}
+    rows = [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
+            for e in sub.edges if e.rel in set(chosen)]
+    rows += [{"src": names.get(s, s), "rel": r, "dst": names.get(d, d)}
+             for s, r, d in sorted(extra.edges) if r in set(chosen)]
+    st.dataframe(rows, width="stretch", hide_index=True)
+
+
+page()

@@ -1,0 +1,197 @@
+"""The four pages of the UI (Ask, Explore, Load, Evaluate), driven headless with AppTest on
+the toy MetaQA KG (real MiniLM embeddings); the Load page writes into a store of its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _app(timeout: int = 180) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def _texts(at: AppTest) -> str:
+    return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption]
+                     + [w.value for w in at.warning] + [i.value for i in at.info])
+
+
+def test_no_stray_magic_output(use_toy):
+    """The page shows no `None` from a module-level expression (Streamlit magic)."""
+    at = _app()
+    assert all(m.value.strip() != "None" for m in at.markdown)
+    assert [m.label for m in at.metric] == ["entities", "relations", "triples"]
+
+
+def test_ask_full_answer_with_evidence_graph_export_and_history(use_toy, tmp_path,
+                                                                 monkeypatch):
+    """Full mode on the tiny model: every answer is written with its evidence path(s) (or
+    says it has none), the graph component and its legend are drawn, JSON and CSV
+    downloads are offered, and the question enters the session history."""
+    from tiny_llm import tiny_llama
+
+    from talent_core.config import get_settings
+
+    monkeypatch.setenv("TALENT_BASE_MODEL", str(tiny_llama(tmp_path / "tiny")))
+    get_settings.cache_clear()
+    at = _app()
+    at.radio(key="mode").set_value("full")
+    at.text_input(key="question").input("who directed [Gravity]")
+    at.button(key="ask").click()
+    at.run()
+    assert not at.exception, at.exception
+    text = _texts(at)
+    assert "Answer:" in text
+    ranked = at.dataframe[0].value
+    answers = list(ranked[ranked["chosen"]]["answer"])
+    assert answers
+    for a in answers:  # each answer has a line: its path(s), or "no path"
+        assert any(m.value.startswith(a.replace("-", "\\-").replace(".", "\\."))
+                   for m in at.markdown), (a, text)
+    kinds = {type(e).__name__ + ":" + str(getattr(e, "type", "")) for e in at.main}
+    assert kinds  # the page rendered
+    downloads = at.get("download_button")
+    assert len(downloads) == 2
+    assert at.button(key="hist0").label.startswith("who directed Gravity")
+
+
+def test_ask_names_a_missing_entity_and_the_closest(use_toy):
+    """A bracketed name the KG does not hold is said plainly, with the closest names."""
+    at = _app()
+    at.text_input(key="question").input("what movies did [Tom Hanks] star in")
+    at.button(key="ask").click()
+    at.run()
+    _ok(at)
+    warn = [w.value for w in at.warning if "not in the KG" in w.value]
+    assert warn and "Tom Hanks" in warn[0] and "Closest names" in warn[0], warn
+
+
+def test_ask_example_question_and_retrieval_graph(use_toy):
+    """Retrieval mode: no answer line, the candidate table and the S caption."""
+    at = _app()
+    at.text_input(key="question").input("who directed [Gravity]")
+    at.button(key="ask").click()
+    at.run()
+    _ok(at)
+    assert "Answer:" not in _texts(at)
+    assert "Alfonso Cuarón" in set(at.dataframe[0].value["name"])
+    assert any(c.value.startswith("S (pcst)") for c in at.caption)
+
+
+def test_explore_finds_an_entity_shows_its_neighbourhood_and_carries_it_to_ask(use_toy):
+    at = _app()
+    at.switch_page("views/explore.py")
+    at.run()
+    _ok(at)
+    at.text_input(key="explore_query").input("Gravity")
+    at.run()
+    _ok(at)
+    assert at.selectbox(key="explore_pick").value == 0  # the exact match first
+    edges = at.dataframe[0].value
+    assert "Alfonso Cuarón" in set(edges["dst"]) | set(edges["src"])
+    rels = at.multiselect[0]
+    assert "directed_by" in rels.value
+    rels.set_value(["directed_by"])
+    at.run()
+    assert set(at.dataframe[0].value["rel"]) == {"directed_by"}
+    at.button(key="explore_ask").click()
+    at.run()
+    _ok(at)
+    assert at.text_input(key="topic").value == "Gravity"
+    assert any("carried from Explore" in i.value for i in at.info)
+
+
+@pytest.fixture
+def empty_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh, empty embedded store of its own (the Load tests write)."""
+    from talent_core.config import get_settings
+    from talent_core.store.falkordb_server import EmbeddedServer
+
+    data = tmp_path / "store"
+    monkeypatch.setenv("TALENT_DATA_DIR", str(data))
+    monkeypatch.setenv("TALENT_STORE", "embedded")
+    get_settings.cache_clear()
+    yield data
+    get_settings.cache_clear()
+    EmbeddedServer.for_dir(data).stop()
+
+
+def _load(at: AppTest, name: str, content: bytes, on_error: str = "fail") -> None:
+    at.switch_page("views/load.py")
+    at.run()
+    at.file_uploader(key="upload").set_value((name, content, "text/plain"))
+    at.run()
+    at.radio(key="on_error").set_value(on_error)
+    at.button(key="load").click()
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_load_bad_file_fails_with_file_and_line(empty_store):
+    at = _app()
+    assert any("is empty" in w.value for w in at.warning)  # the empty store is said
+    _load(at, "../../kb.txt", (FIXTURES / "bad" / "mixed_errors.txt").read_bytes())
+    errors = [e.value for e in at.error]
+    assert errors and errors[0].startswith("kb\\.txt\\:3\\:"), errors  # safe name, file:line
+    assert any("metaqa" in c.value for c in at.caption)  # auto-detected format
+
+
+def test_load_skip_shows_counts_rejects_and_download(empty_store):
+    at = _app()
+    _load(at, "kb.txt", (FIXTURES / "bad" / "mixed_errors.txt").read_bytes(), "skip")
+    assert not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["triples loaded"].replace(",", "")) > 0
+    assert int(metrics["rejected"]) >= 3
+    rejects = at.dataframe[1].value
+    assert {"line", "reason", "raw"} <= set(rejects.columns) and 3 in set(rejects["line"])
+    assert len(at.get("download_button")) == 1
+
+
+def test_load_good_file_fills_the_store(empty_store):
+    at = _app()
+    _load(at, "kb.txt", (FIXTURES / "metaqa" / "kb.txt").read_bytes())
+    assert not at.error, [e.value for e in at.error]
+    assert any("Loaded: kb.txt" in s.value.replace("\\", "") for s in at.success)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["rejected"] == "0"
+
+
+def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
+    at = _app()
+    at.switch_page("views/evaluate.py")
+    at.run()
+    _ok(at)
+    at.radio(key="eval_src").set_value("upload a question file")
+    at.run()
+    at.file_uploader(key="eval_upload").set_value(
+        ("qa_1hop.txt", (FIXTURES / "metaqa" / "qa_1hop.txt").read_bytes(), "text/plain"))
+    at.multiselect(key="eval_methods").set_value(["vector", "pcst-default"])
+    at.number_input(key="eval_limit").set_value(3)
+    at.text_input(key="eval_name").input("pytest-report")
+    at.run()
+    at.button(key="eval_run").click()
+    at.run()
+    _ok(at)
+    assert any("rows" in s.value for s in at.success), [s.value for s in at.success]
+    table = at.dataframe[0].value
+    assert set(table["method"]) == {"vector", "pcst-default"} and (table["n"] == 3).all()
+    out = Path(use_toy["TALENT_DATA_DIR"]) / "reports" / "pytest-report"
+    assert json.loads((out / "report.json").read_text())["run"]["rows"] == 6
+    picked = at.multiselect(key="eval_compare")
+    assert len(picked.value) == 2  # two saved reports side by side
