@@ -9,6 +9,7 @@
   talent eval FILE                  retrieval and QA metrics over a question file
   talent eval FILE... --report DIR  every method / LLM mode / sweep point: report.md, plots
   talent app | demo                 the Streamlit UI (demo: load the bundled sample KG first)
+  talent export --neo4j-import DIR  the store as neo4j-admin bulk-import CSVs + import.sh
 """
 
 from __future__ import annotations
@@ -628,6 +629,40 @@ def demo(
     prepare_models()
     if not no_app:
         run_app(port=port, address=address)
+
+
+@app.command("export")
+def export_cmd(
+    neo4j_import: Annotated[Path, typer.Option(
+        "--neo4j-import", metavar="DIR", help="write node/relationship CSVs (headers separate, "
+        "vectors as float[]) for `neo4j-admin database import full`, with import.sh, "
+        "schema.cypher and a README; the import itself runs on a Neo4j host, not here")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="replace the contents of a non-empty DIR")] = False,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="rows (FalkorDB: node ids) read per query")] = 5000,
+    part_rows: Annotated[int, typer.Option(
+        "--part-rows", min=1, help="data rows per CSV part file")] = 1_000_000,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bars")] = False,
+) -> None:
+    """Export the configured store (TALENT_STORE) for Neo4j's offline bulk importer. DIR is
+    written atomically (a temporary sibling renamed at the end); run DIR/import.sh on a
+    host with neo4j-admin and a stopped Neo4j 5.x."""
+    from talent_core.store import open_store
+    from talent_core.store.export import ExportError, export_neo4j_import
+
+    store = open_store()
+    try:
+        rep = export_neo4j_import(store, neo4j_import, force=force, batch_size=batch_size,
+                                  part_rows=part_rows, progress=not no_progress)
+    except ExportError as e:
+        raise _fail(str(e)) from None
+    finally:
+        store.close()
+    typer.echo(_json.dumps({"directory": rep.directory, "entities": rep.entities,
+                            "relations": rep.relations, "triples": rep.triples,
+                            "dimension": rep.dimension, "seconds": rep.seconds,
+                            "import": str(Path(rep.directory) / "import.sh")}))
 
 
 @app.command("prepare")
