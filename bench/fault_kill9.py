@@ -47,6 +47,7 @@ if str(ROOT / "bench") not in sys.path:
     sys.path.append(str(ROOT / "bench"))
 
 import psutil
+from benchio import load_average, write_json_atomic  # noqa: E402
 
 log = logging.getLogger("bench.fault_kill9")
 RESULTS = ROOT / "bench" / "results"
@@ -55,34 +56,6 @@ COMMITTED = re.compile(r"committed batch (\d+): (\d+) triples \(cumulative\)")
 KEYS = ("entities", "entities_with_embedding", "relations", "triples")
 ORPHAN_GRACE_S = 30.0
 SERVER_GONE_TIMEOUT_S = 90.0  # the watchdog's SIGTERM grace is 60 s, then SIGKILL
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def load_average() -> dict:
-    out: dict = dict(zip(("1m", "5m", "15m"), (round(x, 2) for x in os.getloadavg()),
-                         strict=True))  # fmt: skip
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out["uptime"] = subprocess.run(
-            ["uptime"], capture_output=True, text=True, timeout=5, check=False
-        ).stdout.strip()
-    out["cpu_count"] = os.cpu_count()
-    return out
 
 
 def env_for(data_dir: Path) -> dict[str, str]:

@@ -50,6 +50,8 @@ if str(ROOT / "tests") not in sys.path:
 if str(ROOT / "bench") not in sys.path:
     sys.path.append(str(ROOT / "bench"))
 
+from benchio import load_average, write_json_atomic  # noqa: E402
+
 log = logging.getLogger("bench.soak")
 RESULTS = ROOT / "bench" / "results"
 GRAPH = "talent"
@@ -64,23 +66,6 @@ QUESTION_TEMPLATES = (
 
 
 # --- helpers ---------------------------------------------------------------------------------
-def write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def write_tsv(path: Path, triples: list[tuple[str, str, str]]) -> None:
     with path.open("w", encoding="utf-8") as f:
         f.write("head\trelation\ttail\n")
@@ -96,16 +81,6 @@ def expected_counts(triples: set[tuple[str, str, str]]) -> dict[str, int]:
         "relations": len({r for _, r, _ in triples}),
         "triples": len(triples),
     }
-
-
-def load_average() -> dict:
-    out = dict(zip(("1m", "5m", "15m"), (round(x, 2) for x in os.getloadavg()), strict=True))
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        out["uptime"] = subprocess.run(
-            ["uptime"], capture_output=True, text=True, timeout=5, check=False
-        ).stdout.strip()
-    out["cpu_count"] = os.cpu_count()
-    return out
 
 
 def percentile(sorted_ms: list[float], q: float) -> float | None:
