@@ -21,6 +21,7 @@ Choosing the set (pure functions, tuned on a validation split):
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,14 @@ DEFAULT_CHUNK = 16
 class Scored:
     name: str  # as scored (the prompt's lowercase name)
     score: float  # log-likelihood as the first item of the output line
+
+
+def _cache_keyword(model: Any) -> str:
+    """The forward() keyword of the KV cache: `cache` from transformers 5.x (which
+    deprecates `past_key_values`), `past_key_values` before."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = inspect.signature(type(base).forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def _cache_layers(cache: Any) -> list[tuple[Any, Any]]:
@@ -73,7 +82,8 @@ def score_continuations(
     device = prompt_ids.device
     out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token 1
-    layers = _cache_layers(out.past_key_values)
+    cache_kw = _cache_keyword(model)
+    layers = _cache_layers(out[cache_kw] if cache_kw in out else out.past_key_values)
     t = prompt_ids.shape[1]
     ends = torch.tensor(list(end_ids), device=device)
     scores: list[float] = []
@@ -86,8 +96,8 @@ def score_continuations(
         mask = torch.ones((n, t + width), dtype=torch.long, device=device)
         for i, c in enumerate(batch):
             mask[i, t + len(c):] = 0  # right padding: never attended to by real tokens
-        res = model(input_ids=ids, attention_mask=mask, past_key_values=_expanded_cache(layers, n),
-                    use_cache=True)
+        res = model(input_ids=ids, attention_mask=mask, use_cache=True,
+                    **{cache_kw: _expanded_cache(layers, n)})
         logp = torch.log_softmax(res.logits.float(), dim=-1)  # (n, width, V)
         for i, c in enumerate(batch):
             total = float(first[c[0]])
