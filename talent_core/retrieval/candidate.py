@@ -37,7 +37,7 @@ import numpy as np
 from talent_core.embedding import Embedder
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
-from talent_core.retrieval.neighbourhood import OneHop, region
+from talent_core.retrieval.neighbourhood import OneHop, ms_since, region
 from talent_core.retrieval.paths import PathExpansion, expand_paths
 from talent_core.retrieval.pcst import pcst
 from talent_core.retrieval.prizes import Prizes, paper_prizes, path_prizes, rank_prizes
@@ -59,14 +59,6 @@ def question_encoding(
     """The question's sentence vector plus the token vectors of the question with the
     anchor mentions removed (what relation scores read)."""
     return encode_question(embedder, question, strip_mentions(question, mentions))
-
-
-def _seed_flags(seeds: SeedSet) -> set[str]:
-    return {s.id for s in seeds.seeds}
-
-
-def _ms(t: float) -> float:
-    return (time.perf_counter() - t) * 1000.0
 
 
 def retrieve(
@@ -103,17 +95,17 @@ def retrieve(
         anchors_from_fulltext=cfg.vector_anchors,
         stopwords=cfg.stopwords,
     )
-    timings["seeds"] = _ms(t)
+    timings["seeds"] = ms_since(t)
 
     t = time.perf_counter()
     enc = encoding or question_encoding(
         embedder, question, [s.name for s in seeds.anchors()] + list(topic_entities or [])
     )
-    timings["embed"] = _ms(t)
+    timings["embed"] = ms_since(t)
 
     t = time.perf_counter()
     add_vector_seeds(seeds, store, enc.vector, cfg.k_seed, cfg.vector_anchors)
-    timings["seeds"] += _ms(t)
+    timings["seeds"] += ms_since(t)
     anchors = seeds.anchors()
 
     if cfg.method == "vector":
@@ -131,7 +123,7 @@ def retrieve(
     else:
         cand = _default(question, store, embedder, enc, seeds, cfg, timings)
     cand.method = cfg.method
-    timings["total"] = _ms(t_all)
+    timings["total"] = ms_since(t_all)
     cand.timings_ms = timings
     log.debug(
         "retrieved |S|=%d nodes, %d edges from %d anchors in %.1f ms",
@@ -155,10 +147,10 @@ def _vector(
     no graph)."""
     t = time.perf_counter()
     hits = store.top_entities(enc.vector, cfg.k_nodes) if cfg.k_nodes else []
-    seed_ids = _seed_flags(seeds)
+    seed_ids = seeds.ids()
     nodes = [CandidateNode(id=h.entity.id, name=h.entity.name, prize=float(h.score),
                            seed=h.entity.id in seed_ids) for h in hits]
-    timings["vector"] = _ms(t)
+    timings["vector"] = ms_since(t)
     return Candidate(question=question, seeds=seeds.seeds, nodes=nodes)
 
 
@@ -175,7 +167,7 @@ def _paper(
     node_sim_map = store.entity_similarity(reg.ids, enc.vector) if reg.ids else {}
     rel_sim_map = (store.relation_similarity(reg.relations, enc.vector)
                    if reg.relations else {})
-    timings["neighbourhood"] = _ms(t)
+    timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()
     node_sim = np.array([node_sim_map.get(i, -1.0) for i in reg.ids], dtype=np.float64)
@@ -185,7 +177,7 @@ def _paper(
     edges = [reg.edge(k) for k in range(len(reg.head))]
     cand = _select(question, reg.ids, reg.names, edges, reg.endpoints, prizes, seeds)
     cand.truncated = reg.truncated
-    timings["pcst"] = _ms(t)
+    timings["pcst"] = ms_since(t)
     return cand
 
 
@@ -210,7 +202,7 @@ def _default(
         frontier_per_path=cfg.path_frontier,
         extend=cfg.extend,
     )
-    timings["neighbourhood"] = _ms(t)
+    timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()
     used = exp.used_edges()
@@ -236,7 +228,7 @@ def _default(
         )
     cand = _select(question, exp.ids, exp.names, edges, endpoints, prizes, seeds)
     cand.truncated = exp.truncated or one_hop.truncated
-    timings["pcst"] = _ms(t)
+    timings["pcst"] = ms_since(t)
     return cand
 
 
@@ -250,7 +242,7 @@ def _select(
     seeds: SeedSet,
 ) -> Candidate:
     res = pcst(len(ids), endpoints, prizes.node, prizes.edge, prizes.edge_cost)
-    seed_ids = _seed_flags(seeds)
+    seed_ids = seeds.ids()
     nodes = [
         CandidateNode(
             id=ids[j], name=names[j], prize=float(prizes.node[j]), seed=ids[j] in seed_ids

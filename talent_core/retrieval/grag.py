@@ -80,16 +80,12 @@ from scipy.sparse.csgraph import connected_components
 from talent_core.embedding import Embedder
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
 from talent_core.retrieval.config import RetrievalConfig
-from talent_core.retrieval.neighbourhood import region
+from talent_core.retrieval.neighbourhood import ms_since, region, vector_rows
 from talent_core.retrieval.relations import QuestionEncoding
 from talent_core.retrieval.seeds import SeedSet
 from talent_core.store.base import GraphReader
 
 log = logging.getLogger(__name__)
-
-
-def _ms(t: float) -> float:
-    return (time.perf_counter() - t) * 1000.0
 
 
 # --- pure steps ------------------------------------------------------------------------------
@@ -216,15 +212,6 @@ def soft_prune(
 # --- the retriever ---------------------------------------------------------------------------
 
 
-def _matrix(keys: Sequence[str], vecs: dict[str, np.ndarray], dim: int) -> np.ndarray:
-    out = np.zeros((len(keys), dim), dtype=np.float32)
-    for j, k in enumerate(keys):
-        v = vecs.get(k)
-        if v is not None and v.shape[0] == dim:
-            out[j] = v
-    return out
-
-
 def grag_candidate(
     question: str,
     store: GraphReader,
@@ -243,32 +230,31 @@ def grag_candidate(
     n, m = reg.n, len(reg.head)
     q = np.asarray(enc.vector, dtype=np.float32)
     dim = q.shape[0]
-    node_vecs = _matrix(reg.ids, store.entity_vectors(reg.ids) if n else {}, dim)
-    rel_vecs = _matrix(reg.relations, store.relation_vectors(reg.relations)
-                       if reg.relations else {}, dim)
-    timings["neighbourhood"] = _ms(t)
+    node_vecs, has_vec = vector_rows(reg.ids, store.entity_vectors(reg.ids) if n else {}, dim)
+    rel_vecs, _ = vector_rows(reg.relations, store.relation_vectors(reg.relations)
+                              if reg.relations else {}, dim)
+    timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()
     if n == 0:
-        timings["rank"] = _ms(t)
+        timings["rank"] = ms_since(t)
         timings["prune"] = 0.0
         return Candidate(question=question, seeds=seeds.seeds, truncated=reg.truncated)
     reach, members = ego_graphs(n, reg.endpoints, cfg.ego_hops)
     egos = ego_embeddings(reach, members, node_vecs, reg.rel, rel_vecs)
     centres, _ = rank_egos(egos, q, cfg.top_egos)
-    timings["rank"] = _ms(t)
+    timings["rank"] = ms_since(t)
 
     t = time.perf_counter()
     nodes_in, edges_in = merge_egos(reach, members, centres)
     qn = float(np.linalg.norm(q)) or 1.0
-    has_vec = np.linalg.norm(node_vecs, axis=1) > 0
     node_alpha = np.where(has_vec, node_vecs @ q / qn, -1.0)
     rel_alpha = rel_vecs @ q / qn if len(reg.relations) else np.zeros(0)
     edge_alpha = rel_alpha[reg.rel] if m else np.zeros(0)
     keep_n, keep_e = soft_prune(
         reg.endpoints, node_alpha, edge_alpha, centres, nodes_in, edges_in, cfg.prune
     )
-    seed_ids = {s.id for s in seeds.seeds}
+    seed_ids = seeds.ids()
     centre_set = set(centres.tolist())
     order = list(centres.tolist()) + [j for j in np.flatnonzero(keep_n).tolist()
                                       if j not in centre_set]
@@ -279,7 +265,7 @@ def grag_candidate(
     ]
     edges = [CandidateEdge(**reg.edge(k).model_dump(), prize=float(edge_alpha[k]))
              for k in np.flatnonzero(keep_e).tolist()]
-    timings["prune"] = _ms(t)
+    timings["prune"] = ms_since(t)
     log.debug("grag: region %d nodes / %d edges -> %d egos -> %d nodes, %d edges",
               n, m, len(centres), len(nodes), len(edges))
     return Candidate(question=question, seeds=seeds.seeds, nodes=nodes, edges=edges,

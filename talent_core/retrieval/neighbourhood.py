@@ -12,6 +12,7 @@ truncated.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -128,3 +129,24 @@ def region(
 ) -> Region:
     """`region_of` the anchors' `hops`-hop neighbourhood (`neighbourhood`)."""
     return region_of(neighbourhood(store, [a.id for a in anchors], hops, caps), anchors)
+
+
+def vector_rows(
+    keys: Sequence[str], vectors: dict[str, np.ndarray], dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """((len(keys), dim) float32 rows of ``vectors`` by key, zeros where a key has none or
+    one of another dimension; the mask of the keys found): a region's stored vectors
+    (`GraphReader.entity_vectors` / `relation_vectors`) as the learned retrievers read them."""
+    rows = np.zeros((len(keys), dim), dtype=np.float32)
+    found = np.zeros(len(keys), dtype=bool)
+    for j, k in enumerate(keys):
+        v = vectors.get(k)
+        if v is not None and v.shape[0] == dim:
+            rows[j] = v
+            found[j] = True
+    return rows, found
+
+
+def ms_since(t: float) -> float:
+    """Milliseconds since `time.perf_counter()` was ``t`` (the retrievers' stage timings)."""
+    return (time.perf_counter() - t) * 1000.0

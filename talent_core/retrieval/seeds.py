@@ -182,6 +182,10 @@ class SeedSet:
     def anchors(self) -> list[Seed]:
         return [self._seeds[i] for i in self.anchor_ids]
 
+    def ids(self) -> set[str]:
+        """The ids of every seed (what a Candidate flags as `seed`)."""
+        return set(self._seeds)
+
 
 def text_seeds(
     question: str,

@@ -97,7 +97,7 @@ from torch import nn
 from talent_core.embedding import MINILM_ALIASES
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
 from talent_core.retrieval.config import RetrievalConfig
-from talent_core.retrieval.neighbourhood import Region, region
+from talent_core.retrieval.neighbourhood import Region, ms_since, region, vector_rows
 from talent_core.store.base import GraphReader
 
 if TYPE_CHECKING:
@@ -278,21 +278,11 @@ def store_features(
     rvec = store.relation_vectors(graph.relations) if graph.relations else {}
     stored = next((v.size for v in (*evec.values(), *rvec.values())), None)
     _check_dimensions(d, stored, meta)
-    entity = np.zeros((graph.n, d), dtype=np.float32)
-    non_text = np.ones(graph.n, dtype=bool)
-    for j, (i, name) in enumerate(zip(graph.ids, graph.names, strict=True)):
-        v = evec.get(i)
-        if v is not None and not NON_TEXT.match(name):
-            entity[j] = v
-            non_text[j] = False
-    relation = np.zeros((len(graph.relations), d), dtype=np.float32)
-    missing = 0
-    for k, r in enumerate(graph.relations):
-        v = rvec.get(r)
-        if v is None:
-            missing += 1
-        else:
-            relation[k] = v
+    entity, found = vector_rows(graph.ids, evec, d)
+    non_text = ~found | np.array([bool(NON_TEXT.match(n)) for n in graph.names], dtype=bool)
+    entity[non_text] = 0.0
+    relation, rfound = vector_rows(graph.relations, rvec, d)
+    missing = int((~rfound).sum())
     if missing:
         log.debug("%d relations without a stored vector (zeros)", missing)
     return Features(q, entity, non_text,
@@ -453,10 +443,6 @@ def load_scorer(path: Path | str) -> LoadedScorer:
 # --- retrieval -----------------------------------------------------------------------------
 
 
-def _ms(t: float) -> float:
-    return (time.perf_counter() - t) * 1000.0
-
-
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k best scores, best first (ties: lower index first)."""
     if k >= len(scores):
@@ -484,12 +470,12 @@ def subgraphrag_candidate(
     graph = region(store, anchors, cfg.hops, cfg.caps())
     feats = store_features(store, graph, enc.vector, meta["rounds"], meta["reverse_rounds"],
                            meta["topic_pe"], meta)
-    timings["neighbourhood"] = _ms(t)
+    timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()
     scores = scorer.scores(feats)
     keep = top_k(scores, cfg.top_triples)
-    seed_ids = {s.id for s in seeds.seeds}
+    seed_ids = seeds.ids()
     best: dict[int, float] = {}
     edges = []
     for k in keep.tolist():
@@ -503,6 +489,6 @@ def subgraphrag_candidate(
         best = {int(j): 0.0 for j in np.flatnonzero(graph.topic)}
     nodes = [CandidateNode(id=graph.ids[j], name=graph.names[j], prize=p,
                            seed=graph.ids[j] in seed_ids) for j, p in best.items()]
-    timings["score"] = _ms(t)
+    timings["score"] = ms_since(t)
     return Candidate(question=question, seeds=seeds.seeds, nodes=nodes, edges=edges,
                      truncated=graph.truncated)
