@@ -3,6 +3,9 @@ component with its legend, and the component's click events."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -105,3 +108,29 @@ def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
     seen[key] = stamp
     ids = (value.get("data") or {}).get("node_ids") or []
     return str(ids[0]) if ids else None
+
+
+def run_with_progress(
+    work: Callable[[], Any], first: str, status: Callable[[float], tuple[float, str]],
+    poll_s: float = 0.5,
+) -> tuple[Any, BaseException | None, float, Any]:
+    """Run ``work`` on a worker thread while this (the page's) thread draws a progress bar:
+    ``status(elapsed_s)`` gives (fraction, text) at every poll. Returns (work's result or
+    None, its exception or None, seconds taken, the bar for the caller's last word)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as e:  # shown on the page, by the caller
+            box["error"] = e
+
+    bar = st.progress(0.0, text=first)
+    t = threading.Thread(target=run, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    while t.is_alive():
+        t.join(poll_s)
+        frac, text = status(time.perf_counter() - t0)
+        bar.progress(frac, text=text)
+    return box.get("result"), box.get("error"), time.perf_counter() - t0, bar

@@ -5,7 +5,6 @@ produced outside S, export as JSON/CSV, and the session's history."""
 
 from __future__ import annotations
 
-import threading
 import time
 import typing
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.common import get_pipeline, graph, legend, store_caption
+from app.common import get_pipeline, graph, legend, run_with_progress, store_caption
 from app.kg import (
     Extra,
     answer_evidence,
@@ -75,28 +74,15 @@ def ensure_models(pipe: Pipeline) -> None:
     model (GGUF -> safetensors, cached) and takes about half a minute."""
     if pipe.models_loaded:
         return
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            _ = pipe.models
-        except BaseException as e:  # shown below, on the page's thread
-            box["error"] = e
-
-    bar = st.progress(0.0, text="Loading the language models (first question only)…")
-    t = threading.Thread(target=work, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    while t.is_alive():
-        el = time.perf_counter() - t0
-        bar.progress(min(el / MODEL_LOAD_S, 0.95),
-                     text=f"Loading the language models: {el:.0f} s of about {MODEL_LOAD_S} s "
-                     "(first question only; later questions reuse them)")
-        t.join(0.5)
+    _, error, took, bar = run_with_progress(
+        lambda: pipe.models, "Loading the language models (first question only)…",
+        lambda el: (min(el / MODEL_LOAD_S, 0.95),
+                    f"Loading the language models: {el:.0f} s of about {MODEL_LOAD_S} s "
+                    "(first question only; later questions reuse them)"))
     bar.empty()
-    if "error" in box:
-        raise box["error"]
-    st.toast(f"Language models loaded in {time.perf_counter() - t0:.0f} s")
+    if error is not None:
+        raise error
+    st.toast(f"Language models loaded in {took:.0f} s")
 
 
 def sidebar() -> tuple[str, str, str, dict[str, Any]]:

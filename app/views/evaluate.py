@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from app.common import default_pipeline, store_caption
+from app.common import default_pipeline, run_with_progress, store_caption
 from app.safe import plain, upload_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,29 +89,19 @@ def run(pipe: Any, files: list[Path], fmt: str, methods: list[str], sweep: str,
     total = len(plan(items, options.methods, options.modes, sweep_points(options.sweeps)))
     rows = out_dir / "rows.jsonl"
     before = _lines(rows)
-    box: dict[str, Any] = {}
 
-    def work() -> None:
-        try:
-            box["report"] = run_report(pipe, options, out_dir, command="(UI) Evaluate page",
-                                       progress=False)
-        except Exception as e:
-            box["error"] = e
-
-    bar = st.progress(0.0, text=f"0 of {total} rows")
-    t = threading.Thread(target=work, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    while t.is_alive():
-        t.join(0.5)
+    def status(el: float) -> tuple[float, str]:
         done = _lines(rows) - before
-        el = time.perf_counter() - t0
         eta = el / done * (total - done) if done else None
-        bar.progress(min(done / total, 1.0) if total else 0.0,
-                     text=f"{done} of {total} rows · {el:.0f} s"
-                     + (f" · ETA {eta:.0f} s" if eta is not None else ""))
-    bar.progress(1.0, text=f"report written in {time.perf_counter() - t0:.1f} s")
-    return box.get("report"), box.get("error")
+        return (min(done / total, 1.0) if total else 0.0,
+                f"{done} of {total} rows · {el:.0f} s"
+                + (f" · ETA {eta:.0f} s" if eta is not None else ""))
+
+    report, error, took, bar = run_with_progress(
+        lambda: run_report(pipe, options, out_dir, command="(UI) Evaluate page", progress=False),
+        f"0 of {total} rows", status)
+    bar.progress(1.0, text=f"report written in {took:.1f} s")
+    return report, error
 
 
 def page() -> None:

@@ -7,14 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from app.common import default_pipeline, store_caption
+from app.common import default_pipeline, run_with_progress, store_caption
 from app.safe import plain, upload_path
 
 AUTO = "auto (from the file name)"
@@ -81,35 +79,24 @@ def run_load(pipe: Any, path: Path, fmt: str, options: dict[str, Any], total: in
              shown_name: str) -> tuple[Any, Exception | None]:
     """Run the load on a worker thread; this (the page's) thread draws the progress."""
     prog: dict[str, Any] = {}
-    box: dict[str, Any] = {}
 
     def on_commit(p: Any) -> None:  # the loader's writer thread: record only
         prog.update(line=p.through_line, triples=p.triples_committed, batch=p.batch)
 
-    def work() -> None:
-        try:
-            box["report"] = pipe.load(path, fmt, on_commit=on_commit, progress=False,
-                                      **options)
-        except Exception as e:  # shown on the page
-            box["error"] = e
-
-    bar = st.progress(0.0, text="Reading and embedding the first batch…")
-    t = threading.Thread(target=work, daemon=True)
-    t0 = time.perf_counter()
-    t.start()
-    while t.is_alive():
-        t.join(0.3)
-        el = time.perf_counter() - t0
+    def status(el: float) -> tuple[float, str]:
         line, triples = prog.get("line", 0), prog.get("triples", 0)
         rate = triples / el if el else 0.0
         frac = min(line / total, 1.0) if total else 0.0
         eta = (el / frac - el) if frac > 0.01 else None
-        bar.progress(frac, text=(
-            f"{line:,} rows" + (f" of {total:,}" if total else "")
-            + f" · {triples:,} triples · {rate:,.0f} triples/s"
-            + (f" · ETA {eta:.0f} s" if eta is not None else "") + f" · {el:.0f} s"))
-    bar.progress(1.0, text=f"done in {time.perf_counter() - t0:.1f} s")
-    return box.get("report"), box.get("error")
+        return frac, (f"{line:,} rows" + (f" of {total:,}" if total else "")
+                      + f" · {triples:,} triples · {rate:,.0f} triples/s"
+                      + (f" · ETA {eta:.0f} s" if eta is not None else "") + f" · {el:.0f} s")
+
+    report, error, took, bar = run_with_progress(
+        lambda: pipe.load(path, fmt, on_commit=on_commit, progress=False, **options),
+        "Reading and embedding the first batch…", status, poll_s=0.3)
+    bar.progress(1.0, text=f"done in {took:.1f} s")
+    return report, error
 
 
 def page() -> None:
