@@ -18,11 +18,12 @@ from talent_core.pipeline import Pipeline
 
 @st.cache_resource(show_spinner="Opening the graph store (the first start of the embedded "
                    "server can take a few seconds)…")
-def _pipeline(adapters: str, decode: str, base_model: str, store: str) -> Pipeline:
-    """One Pipeline per (adapters, decoding, base model, store): the cache key names all
-    four (``store`` only as the key: the settings name the same store)."""
+def _pipeline(adapters: str, decode: str, base_model: str, generator_type: str, store: str
+              ) -> Pipeline:
+    """One Pipeline per (adapters, decoding, base model, generator type, store): the cache
+    key names them all (``store`` only as the key: the settings name the same store)."""
     return Pipeline(adapters=adapters or None, decode=decode,  # type: ignore[arg-type]
-                    base_model=base_model)
+                    base_model=base_model, generator_type=generator_type)  # type: ignore[arg-type]
 
 
 def store_key() -> str:
@@ -30,8 +31,10 @@ def store_key() -> str:
     return f"{s.store}:{s.data_dir.expanduser().resolve()}:{s.neo4j_uri}:{s.graph_name}"
 
 
-def get_pipeline(adapters: str, decode: str, base_model: str) -> Pipeline:
-    return _pipeline(adapters, decode, base_model, store_key())
+def get_pipeline(adapters: str, decode: str, base_model: str, generator_type: str | None = None
+                 ) -> Pipeline:
+    return _pipeline(adapters, decode, base_model,
+                     generator_type or get_settings().generator_type, store_key())
 
 
 def default_pipeline() -> Pipeline:

@@ -12,6 +12,7 @@
 
     python bench/gpu_check.py --out bench/results/gpu_check.json          # on a GPU
     python bench/gpu_check.py --device cpu --small --out /tmp/gpu.json    # smoke test, CPU
+    python bench/gpu_check.py --graph-prompt --out bench/results/gpu_graph_prompt.json
 """
 
 from __future__ import annotations
@@ -202,6 +203,76 @@ def decode_speed(arch: str, prompt_len: int, new_tokens: int, device: str,
             "seconds": round(s, 3), "new_tokens_per_second": round(n / s, 1)}
 
 
+def _graphs(n: int, seed: int, dim: int = 384, nodes: int = 30, edges: int = 60) -> list:
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(nodes, dim, generator=g),
+             torch.randint(0, nodes, (2, edges), generator=g),
+             torch.randn(edges, dim, generator=g)) for _ in range(n)]
+
+
+def graph_prompt_path(device: str, tmp: Path) -> dict[str, Any]:
+    """Issue 12's CUDA path with a tiny random Llama: `train_generator(graph_prompt=True)`
+    (LoRA + GNN + projector, one checkpoint), `load_models` with the embedder, ranked and
+    free answers with the soft prompt."""
+    from hash_embedder import HashEmbedder
+
+    from talent_core.config import Settings
+
+    emb = HashEmbedder(32)
+    settings = Settings(model_cache_dir=tmp / "cache", _env_file=None)
+    base = tiny_llama(tmp / "tiny-gp")
+    c = sample_candidate()
+    ex = [TrainingExample(question="who directed [Titanic]", candidate=c,
+                          answers=["James Cameron"])] * 4
+    cfg = TrainConfig(output_dir=tmp / "gp", base_model=str(base), device=device,
+                      graph_prompt=True, graph_hidden=32, graph_heads=2, max_steps=2,
+                      grad_accum=2, save_every=1, progress=False)
+    meta = train_generator(ex, cfg, None, source="none", settings=settings, embedder=emb)
+    _, gen = load_models(None, None, tmp / "gp", settings, device=device, embed=emb.encode)
+    ctx = gen.context("who directed titanic", c, None)
+    ranked = gen.rank("who directed titanic", ctx)
+    answer, raw = gen.answer("who directed titanic", ctx)
+    module = gen.prompter.module
+    return {"ok": True, "steps": meta.metrics["steps"],
+            "peak_gpu_mb": meta.metrics.get("peak_gpu_mb"),
+            "gnn_device": str(next(module.parameters()).device),
+            "llm_dtype": str(next(gen.lm.model.parameters()).dtype),
+            "ranked_top": ranked[0].name if ranked else None, "answer": answer}
+
+
+def graph_prompt_speed(arch: str, length: int, gc_on: bool, device: str, steps: int,
+                       tmp: Path) -> dict[str, Any]:
+    """Graph-prompt training step time and peak memory on a RANDOMLY INITIALISED model of a
+    real architecture (30-node graphs of 384-d features, one soft token)."""
+    from talent_core.llm import graph_prompt as gp
+    from talent_core.llm.graph_trainer import run_graph_training
+
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    model = _random_model(arch, device, gc_on)
+    module = gp.build(gp.GraphPromptConfig(llm_hidden=ARCHS[arch]["hidden_size"]))
+    vocab = ARCHS[arch]["vocab_size"]
+    base = dict(base_model=arch, device=device, epochs=1, lr=5e-5, warmup_ratio=0.03,
+                batch_size=1, grad_accum=8, save_every=0, progress=False, graph_prompt=True)
+    run_graph_training(model, module, _Pad(), device, _features(vocab, length, 8, 0),
+                       _graphs(8, 0), TrainConfig(output_dir=tmp / f"gw-{arch}", max_steps=1,
+                                                  **base))
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    m = run_graph_training(model, module, _Pad(), device, _features(vocab, length, 8 * steps, 1),
+                           _graphs(8 * steps, 1),
+                           TrainConfig(output_dir=tmp / f"gr-{arch}", max_steps=steps, **base))
+    row = {"arch": arch, "seq_len": length, "gradient_checkpointing": gc_on,
+           "graph_parameters": sum(p.numel() for p in module.parameters()),
+           "seconds_per_optimizer_step": m["seconds_per_step"],
+           "seconds_per_example": m["seconds_per_example"], "peak_gpu_mb": m.get("peak_gpu_mb"),
+           "final_loss": m["final_loss"]}
+    log.info("%s", row)
+    del model, module
+    return row
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cuda")
@@ -210,6 +281,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--decode-only", action="store_true",
                     help="only the decoding variants (lora / merged / base)")
+    ap.add_argument("--graph-prompt", action="store_true",
+                    help="only issue 12's graph soft prompt: the CUDA path with a tiny model, "
+                    "then step time / memory on random 7B/8B architectures")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     report: dict[str, Any] = {
@@ -226,6 +300,29 @@ def main() -> int:
         args.out.write_text(json.dumps(report, indent=2))
 
     arch = "small" if args.small else "llama-2-7b"
+    if args.graph_prompt:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            try:
+                report["graph_prompt_path"] = graph_prompt_path(args.device, tmp)
+            except Exception as e:  # noqa: BLE001
+                log.exception("graph_prompt_path failed")
+                report["graph_prompt_path"] = {"ok": False, "error": repr(e)}
+            save()
+            plan = ([("small", 256, False)] if args.small else
+                    [("llama-2-7b", 2048, False), ("llama-2-7b", 2048, True),
+                     ("llama-3-8b", 2048, True)])
+            report["graph_prompt_speed"] = []
+            for a, length, gc_on in plan:
+                try:
+                    report["graph_prompt_speed"].append(
+                        graph_prompt_speed(a, length, gc_on, args.device, args.steps, tmp))
+                except Exception as e:  # noqa: BLE001
+                    log.exception("graph_prompt_speed %s failed", a)
+                    report["graph_prompt_speed"].append({"arch": a, "error": repr(e)})
+                save()
+        print(json.dumps(report, indent=2))
+        return 0 if report["graph_prompt_path"].get("ok") else 1
     if args.decode_only:
         report["decode"] = [decode_speed(arch, n, 64, args.device, v)
                             for v in ("lora", "merged", "base") for n in (512, 2048)]

@@ -261,23 +261,34 @@ def load(
 def stats(
     json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
-    """Entity, relation and triple counts of the graph store."""
+    """Entity, relation and triple counts of the graph store; for the embedded store, where
+    it is and whether its server runs (pid, since when, when it stops)."""
     from talent_core.config import get_settings
     from talent_core.store import open_store
 
     store = open_store(get_settings())
     try:
         s = store.stats()
+        # the embedded store: where it is and whether its server runs (and until when)
+        server = getattr(store, "server", None)
+        status = server.status() if server is not None else None
     finally:
         store.close()
     if json:
-        typer.echo(jsonlib.dumps(s.model_dump()))
+        out = s.model_dump()
+        if status is not None:
+            out["server"] = status
+        typer.echo(jsonlib.dumps(out))
     else:
         typer.echo(
             f"{s.entities:,} entities ({s.entities_with_embedding:,} with embeddings), "
             f"{s.relations:,} relations, {s.triples:,} triples"
             + (f" [{s.store}]" if s.store else "")
         )
+        if status is not None:
+            from talent_core.store.falkordb_server import status_text
+
+            typer.echo(printable(status_text(status)))
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="TaLenT loaders (standalone).")

@@ -133,6 +133,10 @@ DecodeOpt = Annotated[str | None, typer.Option(
 AdaptersOpt = Annotated[str | None, typer.Option(
     "--adapters", help="bundled (the shipped trained adapters; default, TALENT_ADAPTERS), "
     "none (the frozen base model), or a directory with retriever/ and generator/")]
+GeneratorTypeOpt = Annotated[str | None, typer.Option(
+    "--generator-type", help="text (the context as CSV rows; default, TALENT_GENERATOR_TYPE) "
+    "or graph-prompt (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/ "
+    "or --generator DIR)")]
 FrozenRetriever = Annotated[bool, typer.Option(
     "--frozen-retriever", help="the retriever runs without adapter (ablation)")]
 
@@ -144,9 +148,12 @@ def _decode(decode: str | None) -> str | None:
 
 
 def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode,
-              question_format=None, store=None):
+              question_format=None, store=None, generator_type=None):
     """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
     from talent_core.pipeline import Pipeline
+
+    if generator_type not in (None, "text", "graph-prompt"):
+        raise _fail(f"--generator-type must be text or graph-prompt, not {generator_type!r}")
 
     for d in (retriever, generator):
         if d is not None and not d.is_dir():
@@ -157,7 +164,8 @@ def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriev
         return Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
                         base_model=base_model, adapters=adapters,
                         frozen_retriever=frozen_retriever, decode=_decode(decode),
-                        question_format=question_format, store=store)
+                        question_format=question_format, store=store,
+                        generator_type=generator_type)
     except FileNotFoundError as e:
         raise _fail(str(e)) from None
 
@@ -309,6 +317,7 @@ def ask(
     base_model: Annotated[str | None, typer.Option("--base-model")] = None,
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
+    generator_type: GeneratorTypeOpt = None,
     frozen_retriever: FrozenRetriever = False,
     fmt: QuestionFormatOpt = None,
     topic: Topic = None,
@@ -323,7 +332,7 @@ def ask(
         raise _fail("--no-retriever and --retriever exclude each other")
     config = _retrieval_config(retrieval)
     pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                     decode, _question_format(fmt, None))
+                     decode, _question_format(fmt, None), generator_type=generator_type)
     mode = "no-retriever" if no_retriever else "full"
     _empty_store_notice(pipe)
     _frozen_notice(pipe.frozen_in(mode))
@@ -337,7 +346,8 @@ def ask(
     if json:
         typer.echo(printable_json(out))
         return
-    _echo("answer: " + (" | ".join(ans.answer) or "(none)") + f"   [{ans.decode}]")
+    _echo("answer: " + (" | ".join(ans.answer) or "(none)")
+          + f"   [{ans.decode}, {ans.generator} generator]")
     for r in ans.ranked[:5]:
         _echo(f"  {r.score:9.3f}  {r.name}")
     _echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
@@ -365,6 +375,7 @@ def answer_json(ans) -> dict:
         "ranked": [r.model_dump() for r in ans.ranked],
         "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
         "frozen": ans.frozen,
+        "generator": ans.generator,
         "timings_ms": ans.timings_ms,
     }
 
@@ -420,6 +431,7 @@ def eval_cmd(
     base_model: Annotated[str | None, typer.Option("--base-model")] = None,
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
+    generator_type: GeneratorTypeOpt = None,
     frozen_retriever: FrozenRetriever = False,
     limit: Annotated[int | None, typer.Option(min=1, help="at most N questions (--report: "
                                               "in all, over every file)")] = None,
@@ -465,7 +477,7 @@ def eval_cmd(
                         "(llm-ranked, llm-free)")
         _eval_report(questions, fmt, retriever, generator, base_model, adapters,
                      frozen_retriever, limit, offset, report, methods, modes, sweep,
-                     sample_seed, annotations, retrieval)
+                     sample_seed, annotations, retrieval, generator_type)
         return
     given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
                             ("--sample-seed", sample_seed), ("--annotations", annotations))
@@ -482,7 +494,7 @@ def eval_cmd(
     config = _retrieval_config(retrieval)
     pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                      decode, qfmt))
+                      decode, qfmt, generator_type=generator_type))
     _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     _empty_store_notice(pipe)
     try:
@@ -500,7 +512,7 @@ def eval_cmd(
 
 def _eval_report(questions, fmt, retriever, generator, base_model, adapters, frozen_retriever,
                  limit, offset, out_dir, methods, modes, sweep, sample_seed, annotations,
-                 retrieval) -> None:
+                 retrieval, generator_type=None) -> None:
     """`talent eval --report DIR` (talent_core.report)."""
     import shlex
 
@@ -528,7 +540,7 @@ def _eval_report(questions, fmt, retriever, generator, base_model, adapters, fro
         store = MemoryStore()
     if options.llm:
         pipe = _pipeline(config, retriever, generator, base_model, adapters, False, None,
-                         qfmt, store=store)
+                         qfmt, store=store, generator_type=generator_type)
         _frozen_notice([r for r in pipe.frozen_roles
                         if r == "generator" or set(options.modes) & {"full"}])
     else:
@@ -544,40 +556,60 @@ def _eval_report(questions, fmt, retriever, generator, base_model, adapters, fro
                             "computed": rep["run"]["computed"], "plots": rep["plots"]}))
 
 
-server_app = typer.Typer(no_args_is_help=True, help="The embedded FalkorDB server.")
+server_app = typer.Typer(no_args_is_help=True, help=(
+    "The embedded FalkorDB server. A command that needs it starts it and leaves it running "
+    "(the next command skips the ~20 s start); it stops by itself after "
+    "TALENT_SERVER_IDLE_TIMEOUT seconds without a client (default 1800; 0: it stops with "
+    "the command that started it)."))
 app.add_typer(server_app, name="server")
 
 
+def _server_status(srv, json_out: bool) -> None:
+    from talent_core.store.falkordb_server import status_text
+
+    st = srv.status()
+    typer.echo(_json.dumps(st) if json_out else printable(status_text(st)))
+
+
+StatusJson = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
 @server_app.command("start")
-def server_start() -> None:
+def server_start(
+    idle_timeout: Annotated[float | None, typer.Option(
+        "--idle-timeout", min=0, help="stop after this many seconds without a client "
+        "(default: run until `talent server stop`)")] = None,
+    json: StatusJson = False,
+) -> None:
     """Start the embedded server and leave it running (commands then reuse it)."""
     from talent_core.store.falkordb_server import EmbeddedServer
 
     s = get_settings_()
     srv = EmbeddedServer.for_dir(s.data_dir)
-    srv.keep_alive = True
+    if idle_timeout:
+        srv.idle_timeout = idle_timeout
+    else:
+        srv.keep_alive = True
     srv.ensure_running()
-    typer.echo(_json.dumps({"running": True, "pid": srv.pid, "socket": str(srv.socket_path)}))
+    _server_status(srv, json)
 
 
 @server_app.command("stop")
 def server_stop() -> None:
-    """Stop the embedded server cleanly (AOF compacted)."""
+    """Stop the embedded server now, cleanly (AOF compacted)."""
     from talent_core.store.falkordb_server import EmbeddedServer
 
     srv = EmbeddedServer.for_dir(get_settings_().data_dir)
-    typer.echo(_json.dumps({"stopped": srv.shutdown()}))
+    typer.echo(_json.dumps({"stopped": srv.shutdown(), "data_dir": str(srv.data_dir)}))
 
 
 @server_app.command("status")
-def server_status() -> None:
-    """Whether the embedded server of TALENT_DATA_DIR is running."""
+def server_status(json: StatusJson = False) -> None:
+    """Where the store of TALENT_DATA_DIR is, and whether its server runs (pid, since
+    when, when it stops)."""
     from talent_core.store.falkordb_server import EmbeddedServer
 
-    srv = EmbeddedServer.for_dir(get_settings_().data_dir)
-    up = srv.ping()
-    typer.echo(_json.dumps({"running": up, "pid": srv.pid if up else None,
-                            "data_dir": str(srv.data_dir)}))
+    _server_status(EmbeddedServer.for_dir(get_settings_().data_dir), json)
 
 
 def get_settings_():

@@ -40,8 +40,14 @@ class Settings(BaseSettings):
     )
     neo4j_database: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
     graph_name: str = "talent"  # FalkorDB graph key
-    # Leave the embedded server running after a command exits (next start is instant;
-    # FalkorDB rebuilds vector indexes at start). Stop it with `talent server stop`.
+    # The embedded server a command starts stays up after the command exits (the next
+    # command skips the start: FalkorDB rebuilds its vector indexes at each start, ~20 s on
+    # MetaQA) and stops by itself after this many seconds without a client (no connection,
+    # no command); 0: it stops when the command that started it exits. `talent server stop`
+    # stops it now.
+    server_idle_timeout: float = Field(1800.0, ge=0)
+    # Leave the embedded server running after a command exits, with no idle timeout. Stop
+    # it with `talent server stop`.
     embedded_keep_alive: bool = False
 
     # --- embeddings --------------------------------------------------------------------
@@ -50,6 +56,10 @@ class Settings(BaseSettings):
     embedding_model: str = "minilm"
     embed_batch_size: int = 256
     device: str = "cpu"
+    # the embedder of questions and searches (Pipeline.embedder): "numpy" runs the default
+    # BERT-type model without torch (same vectors, loads in ~0.3 s instead of ~5 s; other
+    # models fall back); "sentence-transformers" always. Loading always uses the latter.
+    query_embedder: Literal["numpy", "sentence-transformers"] = "numpy"
 
     # --- loading -------------------------------------------------------------------------
     batch_size: int = 5000
@@ -77,6 +87,9 @@ class Settings(BaseSettings):
     # base model; "none" = the frozen base model; or a directory holding retriever/ and
     # generator/ adapter directories
     adapters: str = "bundled"
+    # the generator: "text" (the paper: the context as CSV rows; adapters' generator/) or
+    # "graph-prompt" (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/)
+    generator_type: Literal["text", "graph-prompt"] = "text"
     # distributed training (set by torchrun / accelerate launch)
     world_size: int = Field(1, validation_alias=AliasChoices("WORLD_SIZE"))
     local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))

@@ -133,6 +133,21 @@ def normalise_rows(m: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def get_embedder(model: str = "minilm", device: str = "cpu", batch_size: int = 256) -> Embedder:
-    """Process-wide cache so the CLI, UI and evaluation load the model once."""
+def get_embedder(
+    model: str = "minilm", device: str = "cpu", batch_size: int = 256,
+    backend: str = "sentence-transformers",
+) -> Embedder:
+    """Process-wide cache so the CLI, UI and evaluation load the model once.
+
+    ``backend="numpy"`` (the query path: `Pipeline.embedder`, TALENT_QUERY_EMBEDDER) runs a
+    BERT + mean-pooling model on the CPU with numpy (`embedding_numpy`: the same vectors,
+    without the ~5 s import of torch / transformers / sentence-transformers); any other
+    model or device falls back to sentence-transformers, which loaders always use."""
+    if backend == "numpy" and device == "cpu":
+        from talent_core.embedding_numpy import NumpyBertEmbedder, UnsupportedModel
+
+        try:
+            return NumpyBertEmbedder(model, batch_size=batch_size)
+        except UnsupportedModel as e:
+            log.info("numpy embedder unavailable (%s); using sentence-transformers", e)
     return SentenceEmbedder(model, device=device, batch_size=batch_size)

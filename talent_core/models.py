@@ -124,6 +124,9 @@ class Selection(BaseModel):
     ranked: list[RankedName] = Field(default_factory=list)  # ranked: every node of S, best first
 
 
+GeneratorType = Literal["text", "graph-prompt"]  # CSV rows only / rows + GNN soft prompt
+
+
 class Answer(BaseModel):
     question: str
     answer: list[str] = Field(default_factory=list)
@@ -134,4 +137,5 @@ class Answer(BaseModel):
     decode: Decode = "free"
     ranked: list[RankedName] = Field(default_factory=list)  # ranked: every candidate answer
     frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
+    generator: GeneratorType = "text"  # which generator answered
     timings_ms: dict[str, float] = Field(default_factory=dict)

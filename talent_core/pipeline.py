@@ -27,6 +27,7 @@ from talent_core.models import (
     CandidateEdge,
     Decode,
     Entity,
+    GeneratorType,
     RankedName,
     Selection,
     StoreStats,
@@ -61,12 +62,15 @@ class Pipeline:
         frozen_retriever: bool = False,
         decode: Decode | None = None,
         question_format: QuestionFormat | None = None,
+        generator_type: GeneratorType | None = None,
     ):
         """``adapters``: "bundled" (default, `settings.adapters`), "none" or a directory with
         retriever/ and generator/; ``retriever_dir`` / ``generator_dir`` override one role;
         ``frozen_retriever``: the retriever runs without adapter (the paper's ablation);
         ``question_format``: the dataset the questions come from (its domain stopwords;
-        default `settings.question_format`)."""
+        default `settings.question_format`); ``generator_type``: "text" or "graph-prompt"
+        (which generator adapter "bundled" / a directory of adapters provides; default
+        `settings.generator_type`; a ``generator_dir`` is what it is)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
         self._embedder = embedder
@@ -74,7 +78,10 @@ class Pipeline:
         self.question_format: QuestionFormat = question_format or self.settings.question_format
         self.base_model = base_model
         spec = adapters or self.settings.adapters
-        default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model)
+        self.generator_type: GeneratorType = generator_type or self.settings.generator_type
+        default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model,
+                                                self.generator_type if generator_dir is None
+                                                else "text")
         chosen_r = None if frozen_retriever else (retriever_dir or default_r)
         chosen_g = generator_dir or default_g
         self.retriever_dir = Path(chosen_r) if chosen_r else None
@@ -87,7 +94,8 @@ class Pipeline:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             s = self.settings
-            self._embedder = get_embedder(s.embedding_model, s.device, s.embed_batch_size)
+            self._embedder = get_embedder(s.embedding_model, s.device, s.embed_batch_size,
+                                          s.query_embedder)
         return self._embedder
 
     @property
@@ -117,6 +125,7 @@ class Pipeline:
                 self.base_model, self.retriever_dir, self.generator_dir, s,
                 retriever_max_new_tokens=s.retriever_max_new_tokens,
                 generator_max_new_tokens=s.generator_max_new_tokens,
+                embed=lambda texts: self.embedder.encode(texts),
             )
         return self._models
 
@@ -217,6 +226,7 @@ class Pipeline:
             decode=decode,
             ranked=ranked,
             frozen=frozen,
+            generator=generator.kind,
         )
 
     def _lookup(self, names: list[str]) -> dict[str, Entity]:
@@ -244,11 +254,13 @@ def retrieval_timings(candidate: Candidate) -> dict[str, float]:
 
 def kg_names(context: GraphView, selection: Selection | None) -> dict[str, tuple[str, str]]:
     """The prompt's lowercase name -> (the KG's name, KG id) for every KG node of the
-    generator's context and every grounded out-of-candidate name (pure)."""
+    generator's context (`GraphView.answer_nodes` when its rows were cut to a text budget)
+    and every grounded out-of-candidate name (pure)."""
     from talent_core.llm.parsing import clean_name
 
     out: dict[str, tuple[str, str]] = {}
-    for n in context.kg_nodes:
+    nodes = context.answer_nodes if context.answer_nodes is not None else context.kg_nodes
+    for n in nodes:
         out.setdefault(clean_name(n.name), (n.name, n.id))
     for o in selection.out_of_candidate if selection else []:
         if o.grounded and o.id:
@@ -263,16 +275,31 @@ def bundled_adapters_dir(base_model: str) -> Path:
     return Path(__file__).resolve().parent / "adapters" / canonical_name(base_model)
 
 
-def resolve_adapters(spec: str, base_model: str) -> tuple[Path | None, Path | None]:
+GENERATOR_ROLE_DIR = {"text": "generator", "graph-prompt": "generator-graph"}
+
+
+def resolve_adapters(spec: str, base_model: str, generator_type: GeneratorType = "text"
+                     ) -> tuple[Path | None, Path | None]:
     """(retriever dir, generator dir) for an adapter choice: "bundled", "none" or a
-    directory holding retriever/ and generator/ (a missing one is the frozen model)."""
+    directory holding retriever/ and generator/ (a missing one is the frozen model) and,
+    for the "graph-prompt" generator, generator-graph/ (required: there is no frozen graph
+    prompt)."""
     if spec == "none":
+        if generator_type == "graph-prompt":
+            raise FileNotFoundError("--adapters none: there is no untrained graph-prompt "
+                                    "generator; give a trained one with --generator DIR")
         return None, None
     root = bundled_adapters_dir(base_model) if spec == "bundled" else Path(spec)
     if spec != "bundled" and not root.is_dir():
         raise FileNotFoundError(f"{root}: adapter directory not found (TALENT_ADAPTERS)")
+    g_role = GENERATOR_ROLE_DIR[generator_type]
     found = tuple(root / role if (root / role / "talent_meta.json").is_file() else None
-                  for role in ("retriever", "generator"))
+                  for role in ("retriever", g_role))
+    if generator_type == "graph-prompt" and found[1] is None:
+        raise FileNotFoundError(
+            f"{root / g_role}: no trained graph-prompt generator for base model "
+            f"{base_model!r}; train one (talent train generator --graph-prompt) and give it "
+            "with --generator DIR")
     if spec == "bundled" and found == (None, None):
         log.warning("no bundled adapters for base model %r: the frozen base model answers",
                     base_model)

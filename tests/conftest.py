@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -23,6 +24,37 @@ import numpy as np
 import pytest
 
 FAKE_DIM = 8
+
+# Every embedded server a test starts, in this process or in a CLI subprocess (which
+# inherits the environment), stops with the process that started it: a detached server
+# (the product default, stopped after TALENT_SERVER_IDLE_TIMEOUT seconds without a client)
+# would outlive the test run. Tests of the detached mode set the variable for their own
+# subprocesses and stop what they start; `pytest_sessionfinish` stops any server left
+# running under the run's temp dirs and names it.
+os.environ["TALENT_SERVER_IDLE_TIMEOUT"] = "0"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)
+    if base is None or not base.is_dir():
+        return
+    from talent_core.store.falkordb_server import PID_NAME, EmbeddedServer
+
+    leaked = []
+    for pidfile in base.rglob(PID_NAME):
+        srv = EmbeddedServer.for_dir(pidfile.parent)
+        if srv.started_here:
+            if srv.mode != "owner":  # owner mode: stopped at this process's exit
+                leaked.append(str(srv.data_dir))
+                srv.stop()
+            continue
+        if srv.ping():
+            leaked.append(str(srv.data_dir))
+            srv.shutdown()
+    if leaked:
+        print("\nembedded servers left running by tests (stopped now): " + ", ".join(leaked),
+              file=sys.stderr)
 
 
 def one_hot(i: int, dim: int = FAKE_DIM) -> list[float]:

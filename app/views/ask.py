@@ -85,7 +85,7 @@ def ensure_models(pipe: Pipeline) -> None:
     st.toast(f"Language models loaded in {took:.0f} s")
 
 
-def sidebar() -> tuple[str, str, str, dict[str, Any]]:
+def sidebar() -> tuple[str, str, str, str, dict[str, Any]]:
     settings = get_settings()
     with st.sidebar:
         st.header("Models")
@@ -109,6 +109,13 @@ def sidebar() -> tuple[str, str, str, dict[str, Any]]:
             adapters = st.text_input("Directory with retriever/ and generator/",
                                      settings.adapters if settings.adapters not in
                                      ("bundled", "none") else "")
+        types = ["text", "graph-prompt"]
+        generator_type = st.selectbox(
+            "Generator", types, index=types.index(settings.generator_type),
+            key="generator_type",
+            help="text: the generator reads the evidence as CSV rows (the paper). "
+            "graph-prompt: G-Retriever's GNN soft prompt over the evidence graph, in front "
+            "of the same rows (needs a trained generator-graph/ adapter).")
         st.header("Retrieval")
         defaults = RetrievalConfig()
         method = st.selectbox(
@@ -135,7 +142,7 @@ def sidebar() -> tuple[str, str, str, dict[str, Any]]:
                 help=RetrievalConfig.model_fields["top_egos"].description)
             overrides["ego_hops"] = st.slider("ego-graph radius", 1, int(hi or 3),
                                               defaults.ego_hops, key="ego_hops")
-    return mode, decode, adapters.strip(), overrides
+    return mode, decode, adapters.strip(), generator_type, overrides
 
 
 def history_sidebar() -> None:
@@ -217,7 +224,7 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         st.markdown("**Answer:** " + (" | ".join(f"**{plain(a)}**" for a in answer.answer)
                                       or "_(no answer)_"))
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
-        st.caption(f"{answer.decode} decoding · {who}")
+        st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}")
         for ev in h["evidence"]:
             if ev.text:
                 for t in ev.text:
@@ -304,9 +311,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
 
 def page() -> None:
     settings = get_settings()
-    mode, decode, adapters, overrides = sidebar()
+    mode, decode, adapters, generator_type, overrides = sidebar()
     try:
-        pipe = get_pipeline(adapters, decode, settings.base_model)
+        pipe = get_pipeline(adapters, decode, settings.base_model, generator_type)
     except FileNotFoundError as e:
         st.error(plain(str(e)))
         return

@@ -72,9 +72,20 @@ TRAIN_HELP = {
     "eos_weight": "weight of the EOS token ending the target line (teaches where the list "
                   "stops; 0 = eq. 13 literally)",
     "include_endpoints": "also list the other endpoint of each context edge as a node",
+    "text_budget": "at most this many tokens of graph rows in the prompt (default: all that "
+                   "fit; 0: none, the graph-prompt-only ablation); recorded in the adapter",
+    "graph_prompt": "also train G-Retriever's graph soft prompt (GNN + projector over the "
+                    "context's graph, prepended as soft tokens), saved beside the adapter",
+    "graph_lr": "learning rate of the GNN and projector (they start from random weights)",
+    "graph_layers": "graph prompt: TransformerConv layers",
+    "graph_hidden": "graph prompt: GNN width",
+    "graph_heads": "graph prompt: attention heads per layer",
+    "graph_tokens": "graph prompt: soft tokens prepended",
 }
+GENERATOR_FIELDS = ("include_endpoints", "text_budget", "graph_prompt", "graph_lr",
+                    "graph_layers", "graph_hidden", "graph_heads", "graph_tokens")
 SHARED_TRAIN_FIELDS = [k for k in TRAIN_HELP
-                       if k not in ("lam", "eos_weight", "include_endpoints")]
+                       if k not in ("lam", "eos_weight", *GENERATOR_FIELDS)]
 
 
 def _train_options(*own: str):
@@ -128,7 +139,7 @@ def train_retriever(
     _summary(meta, output)
 
 
-@_train_options("include_endpoints")
+@_train_options(*GENERATOR_FIELDS)
 def train_generator(
     examples: Examples,
     output: Output,

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from talent_core.llm.graph_prompt import GraphInput
 from talent_core.llm.parsing import clean_name
 from talent_core.llm.textualise import graph_csv, graph_csv_named
 from talent_core.llm.textualise import local_ids as _textualise_ids
@@ -47,6 +48,10 @@ class GraphView:
     dropped_nodes: int = 0  # rows removed to fit the budget
     dropped_edges: int = 0
     names: dict[str, str] = field(default_factory=dict)  # every local id of S -> its name
+    graph: GraphInput | None = None  # the untruncated graph, for a graph-prompt generator
+    # with a text budget (rows cut on purpose): the KG nodes of the UNTRUNCATED context, the
+    # names ranked decoding chooses the answer from (None: `kg_nodes`)
+    answer_nodes: list[CandidateNode] | None = None
 
     def csv(self) -> str:
         return graph_csv(self.nodes, self.edges)

@@ -165,9 +165,12 @@ def fit_generator_view(
     include_endpoints: bool = False,
     reserve: str = "",
     style: PromptStyle = "paper",
+    text_budget: int | None = None,
 ) -> tuple[Rendered, GraphView]:
     """The generator prompt for eq. 14's context, rows dropped to fit ``budget`` tokens
-    (``reserve``: text that must fit too, e.g. the training target)."""
+    (``reserve``: text that must fit too, e.g. the training target); ``text_budget``: at
+    most this many tokens of graph rows beyond the empty context (0: no rows, the
+    graph-prompt-only generator; out-of-S names are always listed)."""
 
     def render(view: GraphView) -> tuple[Rendered, GraphView]:
         return (generator_prompt(tokenizer, question, view.text(style), task, model_name, style),
@@ -177,6 +180,10 @@ def fit_generator_view(
         r, _ = item
         return count_tokens(tokenizer, r.prompt + r.answer_prefix + reserve)
 
+    if text_budget is not None:
+        empty = (truncated_candidate_view(candidate, 0)[0] if selection is None
+                 else generator_view(candidate, selection, include_endpoints, 0, 0))
+        budget = min(budget, size(render(empty)) + text_budget)
     if selection is None:  # no-retriever ablation: S itself, truncated like the retriever's
         item, _ = fit_largest(
             len(candidate.nodes),
@@ -215,12 +222,14 @@ def generator_features(
     include_endpoints: bool = False,
     eos_weight: float = 1.0,
     style: PromptStyle = "paper",
+    text_budget: int | None = None,
 ) -> Features:
     """Eq. 15 for one example: weight 1 on every answer token (and EOS), 0 on the prompt."""
     target = generator_target(answers)
     rendered, view = fit_generator_view(
         tokenizer, question, candidate, selection, max_length, task, model_name,
         include_endpoints, reserve=target.text + _eos_text(tokenizer), style=style,
+        text_budget=text_budget,
     )
     ids, weights, n_prompt = encode_weighted(
         tokenizer, rendered, target, 1.0, eos_weight, whole_target=True

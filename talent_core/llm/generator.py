@@ -2,36 +2,78 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
-from talent_core.llm.context import GraphView
+import numpy as np
+
+from talent_core.llm.context import GraphView, generator_view
 from talent_core.llm.features import fit_generator_view
+from talent_core.llm.graph_prompt import GraphPrompter, has_graph_prompt, prompt_graph
+from talent_core.llm.graph_prompt import load as load_graph_prompt
 from talent_core.llm.lm import LoadedLM, Role
 from talent_core.llm.parsing import parse_label, parse_names
 from talent_core.llm.prompts import Rendered, Task, generator_prompt
 from talent_core.llm.ranking import Scored
-from talent_core.models import Candidate, Selection
+from talent_core.models import Candidate, GeneratorType, Selection
 from talent_core.questions import LABELS
 
 
 class GeneratorModel(Role):
-    """G_phi: question + (V-hat, E-hat) -> answers."""
+    """G_phi: question + (V-hat, E-hat) -> answers.
+
+    Two types: "text" (the paper: the context as CSV rows) and "graph-prompt" (G-Retriever:
+    the same rows plus soft tokens from a GNN over the context's graph, `graph_prompt`),
+    decided by the adapter: a generator adapter saved with a graph prompt beside it is one.
+    ``embed`` (texts -> vectors, the store's embedding model) is needed by the latter;
+    ``text_budget`` overrides the adapter's limit on graph-row tokens (0: graph only)."""
 
     def __init__(self, lm: LoadedLM, adapter: str | None = "generator", task: Task | None = None,
                  max_new_tokens: int = 128, max_length: int | None = None,
-                 include_endpoints: bool | None = None):
+                 include_endpoints: bool | None = None,
+                 embed: Callable[[list[str]], np.ndarray] | None = None,
+                 text_budget: int | None = None):
         super().__init__(lm, adapter, task, max_new_tokens, max_length)
         self.include_endpoints = (
             include_endpoints if include_endpoints is not None
             else bool(self.meta and self.meta.include_endpoints)
         )
+        self.prompter: GraphPrompter | None = None
+        path = lm.paths.get(adapter) if adapter else None
+        if path is not None and has_graph_prompt(path):
+            if embed is None:
+                raise ValueError(f"{path}: a graph-prompt generator needs the embedding model "
+                                 "(pass embed=)")
+            self.prompter = GraphPrompter(load_graph_prompt(path, lm.device), embed)
+        self.text_budget = text_budget if text_budget is not None else (
+            self.meta.text_budget if self.meta else None)
+
+    @property
+    def kind(self) -> GeneratorType:
+        return "graph-prompt" if self.prompter is not None else "text"
 
     def prompt(self, question: str, candidate: Candidate, selection: Selection | None
                ) -> tuple[Rendered, GraphView]:
-        return fit_generator_view(
+        rendered, view = fit_generator_view(
             self.lm.tokenizer, question, candidate, selection, self.prompt_budget, self.task,
             self.lm.base_name, self.include_endpoints, style=self.style,
+            text_budget=self.text_budget,
         )
+        if self.text_budget is not None:  # answers still come from the whole context
+            full = generator_view(candidate, selection, self.include_endpoints)
+            view = replace(view, answer_nodes=full.kg_nodes)
+        if self.prompter is not None:
+            view = replace(view, graph=prompt_graph(candidate, selection))
+        return rendered, view
+
+    def soft_prompt(self, context: GraphView) -> Any:
+        """The soft tokens for ``context`` (None for a text generator)."""
+        if self.prompter is None:
+            return None
+        if context.graph is None:
+            raise ValueError("this context has no graph: build it with GeneratorModel.context")
+        return self.prompter(context.graph)
 
     def context(self, question: str, candidate: Candidate, selection: Selection | None
                 ) -> GraphView:
@@ -46,7 +88,8 @@ class GeneratorModel(Role):
         if names is None:
             names = list(LABELS) if self.task == "label" else [n for _, n in context.nodes]
         rendered = self._rendered(question, context)
-        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names)
+        scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names,
+                               prefix=self.soft_prompt(context))
         return sorted(scored, key=lambda x: -x.score)
 
     def _rendered(self, question: str, context: GraphView) -> Rendered:
@@ -57,7 +100,8 @@ class GeneratorModel(Role):
         """Free decoding: (answers, raw output). Label task: ``["support"]`` / ``["counter"]``
         / []."""
         rendered = self._rendered(question, context)
-        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens)
+        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens,
+                               prefix=self.soft_prompt(context))
         if self.task == "label":
             return parse_label(gen.text, LABELS), gen.text
         return parse_names(gen.text, gen.truncated), gen.text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +59,7 @@ class LoadedLM:
         self.base_name = base_model or settings.base_model
         self.model, self.tokenizer, self.device = load_base(self.base_name, settings, device)
         self.metas: dict[str, AdapterMeta] = {}
+        self.paths: dict[str, Path] = {}
         self._lock = threading.Lock()  # adapter switching + generate: one call at a time
         for name, path in (adapters or {}).items():
             self.add_adapter(name, path)
@@ -67,6 +68,7 @@ class LoadedLM:
     def add_adapter(self, name: str, path: Path) -> AdapterMeta:
         self.model, meta = load_adapter(self.model, Path(path), adapter_name=name)
         self.metas[name] = meta
+        self.paths[name] = Path(path)
         self.model.eval()
         return meta
 
@@ -91,9 +93,11 @@ class LoadedLM:
             with ctx, torch.inference_mode():
                 yield self.model
 
-    def score(self, prompt: str, adapter: str | None, names: Sequence[str]) -> list[Scored]:
+    def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None
+              ) -> list[Scored]:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
-        (`ranking.score_continuations`; the prompt is encoded once)."""
+        (`ranking.score_continuations`; the prompt is encoded once); ``prefix``: soft tokens
+        (P, H) in front of the prompt (`graph_prompt`)."""
         tok = self.tokenizer
         unique = list(dict.fromkeys(n for n in names if n))
         if not unique:
@@ -105,23 +109,34 @@ class LoadedLM:
                 if i is not None]
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         with self.using(adapter) as model:
-            scores = score_continuations(model, ids.to(model.device), conts, ends, pad)
+            scores = score_continuations(model, ids.to(model.device), conts, ends, pad,
+                                         prefix=prefix)
         return [Scored(n, sc) for n, sc in zip(unique, scores, strict=True)]
 
-    def generate(self, prompt: str, adapter: str | None, max_new_tokens: int) -> Generation:
-        """Greedy completion of ``prompt`` with ``adapter`` (None: the frozen base model)."""
+    def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
+                 prefix: Any = None) -> Generation:
+        """Greedy completion of ``prompt`` with ``adapter`` (None: the frozen base model);
+        ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`)."""
+        import torch
+
         tok = self.tokenizer
         enc = tok(prompt, add_special_tokens=False, return_tensors="pt")
         input_ids = enc["input_ids"].to(self.model.device)
-        attention = enc["attention_mask"].to(self.model.device)
-        with self.using(adapter):
-            out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention,
-                max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-                eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                temperature=None, top_p=None, top_k=None,
-            )
-        new = out[0, input_ids.shape[1]:].tolist()
+        options = dict(max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                       temperature=None, top_p=None, top_k=None)
+        with self.using(adapter) as model:
+            if prefix is None:
+                out = model.generate(input_ids=input_ids,
+                                     attention_mask=torch.ones_like(input_ids), **options)
+                new = out[0, input_ids.shape[1]:].tolist()
+            else:  # from inputs_embeds alone, generate returns the new tokens only
+                from talent_core.llm.graph_prompt import prefixed_embeds
+
+                embeds = prefixed_embeds(model, input_ids, prefix)
+                mask = torch.ones(embeds.shape[:2], dtype=torch.long, device=embeds.device)
+                new = model.generate(inputs_embeds=embeds, attention_mask=mask,
+                                     **options)[0].tolist()
         ended = tok.eos_token_id in new
         if ended:
             new = new[: new.index(tok.eos_token_id)]
@@ -182,9 +197,11 @@ def load_models(
     device: str | None = None,
     retriever_max_new_tokens: int = 256,
     generator_max_new_tokens: int = 128,
+    embed: Callable[[list[str]], Any] | None = None,
 ) -> tuple[RetrieverModel, GeneratorModel]:
     """Both models on ONE base model. A missing adapter means the frozen base model.
-    ``base_model`` defaults to the adapters' base (they must agree), then to settings."""
+    ``base_model`` defaults to the adapters' base (they must agree), then to settings.
+    ``embed``: the store's embedding function (a graph-prompt generator needs it)."""
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.retriever import RetrieverModel
 
@@ -201,5 +218,5 @@ def load_models(
     retriever = RetrieverModel(lm, "retriever" if retriever_dir else None, task,
                                retriever_max_new_tokens)
     generator = GeneratorModel(lm, "generator" if generator_dir else None, task,
-                               generator_max_new_tokens)
+                               generator_max_new_tokens, embed=embed)
     return retriever, generator

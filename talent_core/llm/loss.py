@@ -80,8 +80,10 @@ def sequence_loss(
     input_ids: torch.Tensor,
     weights: torch.Tensor,
     attention_mask: torch.Tensor | None = None,
+    prefix: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weighted NLL of a causal LM on (B, T) token ids with (B, T) weights on those tokens.
+    """Weighted NLL of a causal LM on (B, T) token ids with (B, T) weights on those tokens;
+    ``prefix``: soft tokens (P, H) in front of every row (`graph_prompt`; weight 0).
 
     Logits are computed only for the positions that predict weighted tokens (the target sits
     at the end of the sequence), through the model's ``logits_to_keep``."""
@@ -89,7 +91,16 @@ def sequence_loss(
     t = input_ids.shape[1]
     first = int(nz[0]) if len(nz) else t - 1
     first = max(first, 1)
-    keep = t - first + 1  # logits at positions first-1 .. t-1
-    out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
+    keep = t - first + 1  # logits at positions first-1 .. t-1 (counted from the end)
+    if prefix is None:
+        out = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=keep)
+    else:
+        from talent_core.llm.graph_prompt import prefixed_embeds
+
+        embeds = prefixed_embeds(model, input_ids, prefix)
+        if attention_mask is not None:
+            ones = attention_mask.new_ones((attention_mask.shape[0], prefix.shape[0]))
+            attention_mask = torch.cat([ones, attention_mask], dim=1)
+        out = model(inputs_embeds=embeds, attention_mask=attention_mask, logits_to_keep=keep)
     logits = out.logits[:, :-1]  # positions first-1 .. t-2 predict tokens first .. t-1
     return weighted_nll(logits, input_ids[:, first:], weights[:, first:])

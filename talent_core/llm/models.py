@@ -221,6 +221,7 @@ class AdapterMeta(BaseModel):
     seed: int = 0
     max_length: int = 4096
     include_endpoints: bool = False  # generator context option
+    text_budget: int | None = None  # generator: graph-row tokens it was trained with (None: all)
     prompt_style: Literal["paper", "compact", "named"] = "paper"  # the prompts it was trained with
     # ranked decoding settings tuned on a validation split (see talent_core.llm.ranking)
     ranking: dict[str, float] = Field(default_factory=dict)

@@ -68,11 +68,13 @@ def score_continuations(
     end_ids: Sequence[int],
     pad_id: int,
     chunk: int = DEFAULT_CHUNK,
+    prefix: Any = None,
 ) -> list[float]:
     """log p(cont + one of ``end_ids`` | prompt) for every token list in ``continuations``.
 
-    ``prompt_ids``: a (1, T) LongTensor on the model's device. Runs under the caller's
-    adapter and ``torch.inference_mode``."""
+    ``prompt_ids``: a (1, T) LongTensor on the model's device; ``prefix``: soft tokens
+    (P, H) in front of the prompt (`graph_prompt`). Runs under the caller's adapter and
+    ``torch.inference_mode``."""
     import torch
 
     if not continuations:
@@ -80,11 +82,17 @@ def score_continuations(
     if any(len(c) == 0 for c in continuations):
         raise ValueError("every continuation needs at least one token")
     device = prompt_ids.device
-    out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
+    if prefix is None:
+        out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
+    else:
+        from talent_core.llm.graph_prompt import prefixed_embeds
+
+        out = model(inputs_embeds=prefixed_embeds(model, prompt_ids, prefix), use_cache=True,
+                    logits_to_keep=1)
     first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)  # predicts token 1
     cache_kw = _cache_keyword(model)
     layers = _cache_layers(out[cache_kw] if cache_kw in out else out.past_key_values)
-    t = prompt_ids.shape[1]
+    t = prompt_ids.shape[1] + (0 if prefix is None else prefix.shape[0])
     ends = torch.tensor(list(end_ids), device=device)
     scores: list[float] = []
     for lo in range(0, len(continuations), chunk):

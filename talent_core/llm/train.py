@@ -20,6 +20,7 @@ from typing import Any, Literal
 from tqdm.auto import tqdm
 
 from talent_core.config import Settings, get_settings
+from talent_core.embedding import TextEmbedder
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.features import (
     Features,
@@ -27,6 +28,7 @@ from talent_core.llm.features import (
     generator_features,
     retriever_features,
 )
+from talent_core.llm.graph_prompt import save as save_graph_prompt
 from talent_core.llm.models import (
     AdapterMeta,
     add_lora,
@@ -129,12 +131,16 @@ def train_generator(
     retriever_max_new_tokens: int = 256,
     on_step: Callable[[int, float], None] | None = None,
     retriever_decode: Decode = "free",
+    embedder: TextEmbedder | None = None,
 ) -> AdapterMeta:
     """SFT of G_phi on contexts from the retriever (eq. 15), selected with
     ``retriever_decode`` (train on the contexts the generator will see at inference).
 
     ``source``: "trained" (the paper: ``retriever_dir`` is required), "frozen" (the base
-    model without adapter selects), "none" (all of S, the no-retriever ablation)."""
+    model without adapter selects), "none" (all of S, the no-retriever ablation).
+    ``config.graph_prompt``: train G-Retriever's GNN + projector soft prompt with the LoRA
+    (`graph_trainer`), saved beside the adapter; ``embedder``: the store's embedding model
+    for its node and edge features (default: settings')."""
     from talent_core.llm.lm import LoadedLM
     from talent_core.llm.retriever import RetrieverModel
 
@@ -166,12 +172,20 @@ def train_generator(
     def make(ex: TrainingExample) -> Features:
         return generator_features(tok, ex.question, ex.candidate, sel_of[id(ex)], ex.answers,
                                   config.max_length, config.task, name, config.include_endpoints,
-                                  style=config.prompt_style)
+                                  style=config.prompt_style, text_budget=config.text_budget)
 
-    features, skipped = build_features(examples, make, "generator examples", config.progress)
-    val, _ = build_features(val_examples or [], make, "validation examples", config.progress)
-    metrics = run_training(model, tok, device, features, config, "generator", resume, val,
-                           on_step)
+    if config.graph_prompt:
+        metrics, module = _train_with_graph(model, tok, device, examples, val_examples or [],
+                                            sel_of, make, config, settings, embedder, resume,
+                                            on_step)
+        skipped = metrics.pop("skipped_too_long")
+    else:
+        features, skipped = build_features(examples, make, "generator examples",
+                                           config.progress)
+        val, _ = build_features(val_examples or [], make, "validation examples",
+                                config.progress)
+        metrics = run_training(model, tok, device, features, config, "generator", resume, val,
+                               on_step)
     metrics["skipped_too_long"] = skipped
     chosen = [s for s in selections[: len(examples)] if s is not None]
     if chosen:
@@ -184,9 +198,54 @@ def train_generator(
         include_endpoints=config.include_endpoints,
         retriever=str(retriever_dir) if source == "trained" else source,
         lora=_lora_fields(config), train=_train_fields(config), metrics=metrics,
-        eos_weight=1.0, prompt_style=config.prompt_style,
+        eos_weight=1.0, prompt_style=config.prompt_style, text_budget=config.text_budget,
     )
     save_adapter(model, config.output_dir, meta)
+    if config.graph_prompt:
+        save_graph_prompt(module, config.output_dir)
     log.info("generator adapter saved to %s (%d steps, final loss %s)", config.output_dir,
              metrics["steps"], metrics["final_loss"])
     return meta
+
+
+def _train_with_graph(model: Any, tok: Any, device: str, examples: Sequence[TrainingExample],
+                      val_examples: Sequence[TrainingExample],
+                      sel_of: dict[int, Selection | None],
+                      make: Callable[[TrainingExample], Features], config: TrainConfig,
+                      settings: Settings, embedder: TextEmbedder | None, resume: bool,
+                      on_step: Callable[[int, float], None] | None) -> tuple[dict, Any]:
+    """Features + each example's graph tensors, a fresh `graph_prompt` module, the loop."""
+    from talent_core.embedding import get_embedder
+    from talent_core.llm import graph_prompt as gp
+    from talent_core.llm.graph_trainer import run_graph_training
+
+    embedder = embedder or get_embedder(settings.embedding_model, "cpu",
+                                        settings.embed_batch_size)
+
+    def build_all(items: Sequence[TrainingExample], desc: str) -> tuple[list, list, int]:
+        feats, graphs, skipped = [], [], 0
+        for ex in tqdm(items, desc=desc, unit="ex", disable=not config.progress):
+            try:
+                f = make(ex)
+            except PromptTooLong as e:
+                skipped += 1
+                log.warning("skipped: %s", e)
+                continue
+            feats.append(f)
+            graphs.append(gp.graph_tensors(gp.prompt_graph(ex.candidate, sel_of[id(ex)]),
+                                           embedder.encode))
+        return feats, graphs, skipped
+
+    features, graphs, skipped = build_all(examples, "generator examples + graphs")
+    val_f, val_g, _ = build_all(val_examples, "validation examples + graphs")
+    module = gp.build(gp.GraphPromptConfig(
+        llm_hidden=int(model.config.hidden_size), in_dim=int(embedder.dimension),
+        embedding_model=getattr(embedder, "model_name", settings.embedding_model),
+        hidden=config.graph_hidden, layers=config.graph_layers, heads=config.graph_heads,
+        tokens=config.graph_tokens,
+    ))
+    metrics = run_graph_training(model, module, tok, device, features, graphs, config, resume,
+                                 list(zip(val_f, val_g, strict=True)), on_step)
+    metrics["skipped_too_long"] = skipped
+    metrics["graph_parameters"] = sum(p.numel() for p in module.parameters())
+    return metrics, module

@@ -65,6 +65,15 @@ class TrainConfig(BaseModel):
     deepspeed: str | None = None  # a DeepSpeed JSON config for the Trainer (multi-GPU)
     prompt_style: PromptStyle = "paper"  # "compact": short instructions (CPU training)
     include_endpoints: bool = False  # generator context: list the other end of E-hat edges
+    # generator: tokens of graph rows beyond the empty context (None: all that fit; 0: none)
+    text_budget: int | None = None
+    # generator: G-Retriever's graph soft prompt (GNN + projector) trained with the LoRA
+    graph_prompt: bool = False
+    graph_lr: float = 1e-3  # the GNN and projector start from random weights
+    graph_layers: int = 2
+    graph_hidden: int = 256
+    graph_heads: int = 4
+    graph_tokens: int = 1
     # recorded in the adapter metadata
     dataset: str = ""
     k: int | None = 10

@@ -82,9 +82,16 @@ class FalkorDBStore(CypherStore):
         vector_batch_size: int = 1000,
         index_timeout: float = 600.0,
         keep_alive: bool = False,
+        idle_timeout: float = 0.0,
     ):
+        """``keep_alive``: a server started here runs until `talent server stop`;
+        ``idle_timeout`` > 0: it is detached, outlives this process and stops after that
+        many seconds without a client; neither: it stops when this process exits (see
+        `falkordb_server`)."""
         self.server = EmbeddedServer.for_dir(Path(data_dir))
         self.server.keep_alive = self.server.keep_alive or keep_alive
+        if idle_timeout > 0:
+            self.server.idle_timeout = idle_timeout
         self.data_dir = self.server.data_dir
         self.graph_name = graph
         self.batch_size = batch_size
@@ -101,6 +108,7 @@ class FalkorDBStore(CypherStore):
             settings.graph_name,
             batch_size=settings.batch_size,
             keep_alive=settings.embedded_keep_alive,
+            idle_timeout=settings.server_idle_timeout,
         )
 
     def __repr__(self) -> str:

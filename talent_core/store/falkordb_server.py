@@ -26,11 +26,18 @@ exactly as long as a server for this dir lives (the kernel drops it when the ser
 even by kill -9). A failed non-blocking flock therefore means "a server is running or being
 started": wait for it; an acquired one means any socket or pidfile left there is stale.
 
-Nobody left to stop it: a server started by an ordinary command (a loader, `ask`, the UI)
-gets a watchdog (`_watchdog.py`, a few-MB stdlib-only process) that SIGTERMs the server
-when the starting process dies without stopping it (kill -9, a crash). Only a server
-started with `keep_alive` (`talent server start`, TALENT_EMBEDDED_KEEP_ALIVE) outlives
-its starter, by design.
+Who stops it (`idle_timeout`, `keep_alive`; `falkordb.server.json` in the data dir records
+the running server's pid, start time, mode and timeout for `talent server status`):
+  * detached (the default for the CLI, the UI and the loaders: TALENT_SERVER_IDLE_TIMEOUT,
+    1800 s): the server outlives the command that started it, so the next command skips the
+    start (~20 s on MetaQA, see above). A watchdog (`_watchdog.py --idle`, a few-MB
+    stdlib-only process) stops it cleanly after that many seconds without a client: no
+    connection and no command but its own INFO polls (AOF compacted first, as `stop` does).
+  * owner (idle_timeout 0, as the tests run): the starting process stops it at exit, and
+    its watchdog SIGTERMs the server when that process dies without doing it (kill -9).
+  * kept alive (`talent server start`, TALENT_EMBEDDED_KEEP_ALIVE): no watchdog; it runs
+    until `talent server stop`.
+`talent server stop` (`shutdown`) stops any of them now.
 
 Privacy: the data dir is made 0700 and the server runs with umask 077 (AOF, log, pidfile:
 0600), so another local user cannot read the KG from the AOF. The socket file is
@@ -49,6 +56,7 @@ import atexit
 import contextlib
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import signal
@@ -59,6 +67,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -75,6 +84,7 @@ LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
 WRITE_LOCK_NAME = "falkordb.write.lock"  # held around every write query
 SCHEMA_LOCK_NAME = "falkordb.schema.lock"  # held while a process creates indexes
 SOCKET_RECORD_NAME = "falkordb.socket"  # the running server's socket path (one line)
+STATE_NAME = "falkordb.server.json"  # the running server: pid, start, mode, idle timeout
 WATCHDOG = Path(__file__).with_name("_watchdog.py")
 COMPACT_AT_STOP_BYTES = 8 << 20  # rewrite the AOF at a clean stop above this many new bytes
 _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux (104 on macOS)
@@ -111,6 +121,17 @@ def make_private(path: Path) -> None:
             os.chmod(path, stat.S_IMODE(st.st_mode) & want)
 
 
+def status_text(st: dict) -> str:
+    """`EmbeddedServer.status()` in words (`talent server status`, `talent stats`)."""
+    where = f"data dir {st['data_dir']}"
+    if not st["running"]:
+        return f"{where}; server: not running (a command starts it when it needs it)"
+    state = "loading its data" if st["loading"] else "running"
+    line = (f"{where}; server: {state}, pid {st['pid']}, since {st['since']}, "
+            f"socket {st['socket']}")
+    return line + (f"; stops {st['stops']}" if st["stops"] else "")
+
+
 class EmbeddedServer:
     """One redis-server + FalkorDB module per data dir (see the module docstring)."""
 
@@ -123,11 +144,16 @@ class EmbeddedServer:
         # skips the start (FalkorDB rebuilds vector indexes on every start: ~20 s for
         # MetaQA). `talent server stop` (or `stop()`) ends it.
         self.keep_alive = False
+        # idle_timeout > 0 (and not keep_alive): the server started here is detached: it
+        # outlives this process and its watchdog stops it after that many seconds without
+        # a client (TALENT_SERVER_IDLE_TIMEOUT). 0: this process stops it at exit.
+        self.idle_timeout = 0.0
         self.start_timeout = start_timeout
         self.pidfile = self.data_dir / PID_NAME
         self.logfile = self.data_dir / LOG_NAME
         self.lockfile = self.data_dir / LOCK_NAME
         self.socket_record = self.data_dir / SOCKET_RECORD_NAME
+        self.state_file = self.data_dir / STATE_NAME
         self._proc: subprocess.Popen[bytes] | None = None  # set iff this process started it
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._owner_pid = 0  # the pid that started it (a forked child must not stop it)
@@ -151,7 +177,7 @@ class EmbeddedServer:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_private(self.data_dir)
         for name in (LOG_NAME, PID_NAME, LOCK_NAME, WRITE_LOCK_NAME, SCHEMA_LOCK_NAME,
-                     SOCKET_RECORD_NAME, "appendonlydir", "dump.rdb"):  # fmt: skip
+                     SOCKET_RECORD_NAME, STATE_NAME, "appendonlydir", "dump.rdb"):  # fmt: skip
             make_private(self.data_dir / name)
         aof = self.data_dir / "appendonlydir"
         if aof.is_dir() and not aof.is_symlink():
@@ -308,7 +334,7 @@ class EmbeddedServer:
 
         # We hold the lock, so no server lives for this dir: socket/pidfile are stale.
         socket_path = self._choose_socket_path()
-        for stale in (self.data_dir / SOCKET_NAME, self.pidfile):
+        for stale in (self.data_dir / SOCKET_NAME, self.pidfile, self.state_file):
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s", stale)
                 with contextlib.suppress(FileNotFoundError):
@@ -344,22 +370,50 @@ class EmbeddedServer:
                 umask=0o077,  # AOF, pidfile, rewrite temp files: owner only
             )
         self._owner_pid = os.getpid()
-        if not self.keep_alive:
-            self._start_watchdog()
-        if not self._atexit_registered and not self.keep_alive:
-            atexit.register(self.stop)
-            self._atexit_registered = True
+        mode = self.mode
+        if mode == "detached":
+            self._start_watchdog(["--idle", f"{self.idle_timeout:g}", str(self._proc.pid),
+                                  str(socket_path), str(COMPACT_AT_STOP_BYTES)])
+        elif mode == "owner":
+            self._start_watchdog([str(os.getpid()), str(self._proc.pid)])
+            if not self._atexit_registered:
+                atexit.register(self.stop)
+                self._atexit_registered = True
+        self._write_state(mode, socket_path)
 
-    def _start_watchdog(self) -> None:
-        """A process that stops the server if this one dies without doing it (kill -9).
+    @property
+    def mode(self) -> str:
+        """How a server started by this process ends: "kept" (runs until `talent server
+        stop`), "detached" (its watchdog stops it after `idle_timeout` s without a client)
+        or "owner" (stopped when this process exits)."""
+        if self.keep_alive:
+            return "kept"
+        return "detached" if self.idle_timeout > 0 else "owner"
+
+    def _write_state(self, mode: str, socket_path: Path) -> None:
+        """`falkordb.server.json`: what `status()` says about the server started here."""
+        assert self._proc is not None
+        state = {"pid": self._proc.pid, "started": time.time(), "mode": mode,
+                 "idle_timeout": self.idle_timeout if mode == "detached" else None,
+                 "owner_pid": os.getpid(), "socket": str(socket_path),
+                 "watchdog_pid": self._watchdog.pid if self._watchdog else None}
+        tmp = self.state_file.with_name(STATE_NAME + ".tmp")
+        with contextlib.suppress(OSError):
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(state, f)
+            os.replace(tmp, self.state_file)
+
+    def _start_watchdog(self, args: list[str]) -> None:
+        """Owner mode: a process that stops the server if this one dies without doing it
+        (kill -9); idle mode: one that stops it after `idle_timeout` s without a client.
         Stdlib only, isolated mode (-I): it imports nothing of the project."""
         assert self._proc is not None
         try:
             log_fd = os.open(self.logfile, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(log_fd, "ab") as logf:
                 self._watchdog = subprocess.Popen(
-                    [sys.executable, "-I", "-S", str(WATCHDOG), str(os.getpid()),
-                     str(self._proc.pid)],  # fmt: skip
+                    [sys.executable, "-I", "-S", str(WATCHDOG), *args],
                     stdin=subprocess.DEVNULL,
                     stdout=logf,
                     stderr=subprocess.STDOUT,
@@ -501,7 +555,8 @@ class EmbeddedServer:
         if proc is None or os.getpid() != self._owner_pid:
             return
         self._proc = None
-        if proc.poll() is not None:
+        if proc.poll() is not None:  # stopped already (`talent server stop`, idle timeout)
+            self._reap_watchdog()
             return
         if self._incr_aof_bytes() > COMPACT_AT_STOP_BYTES:
             # Next start loads an RDB base instead of replaying every write query.
@@ -553,6 +608,48 @@ class EmbeddedServer:
             wd.kill()
             wd.wait()
 
+    def status(self) -> dict:
+        """Where the store is and whether its server runs: data_dir, socket, log, running,
+        loading, pid, since (ISO time), uptime_s, and from `falkordb.server.json` how it
+        ends: mode (detached / owner / kept; None for a server this version did not
+        start), idle_timeout (seconds, detached only), owner_pid, stops (in words)."""
+        out: dict = {"data_dir": str(self.data_dir), "socket": str(self.socket_path),
+                     "log": str(self.logfile), "running": False, "loading": False,
+                     "pid": None, "since": None, "uptime_s": None, "mode": None,
+                     "idle_timeout": None, "owner_pid": None, "stops": None}
+        if not self.socket_path.exists():
+            return out
+        c = self._client()
+        try:
+            info = c.info("server")
+            out["loading"] = bool(c.info("persistence").get("loading"))
+        except (redis.RedisError, OSError):
+            return out
+        finally:
+            c.close()
+        pid, uptime = int(info.get("process_id", 0)) or None, int(info.get("uptime_in_seconds", 0))
+        try:
+            state = json.loads(self.state_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = {}
+        if not isinstance(state, dict) or state.get("pid") != pid:
+            state = {}  # a stale record, or a server an older version started
+        since = state.get("started") or time.time() - uptime
+        out.update(running=True, pid=pid, uptime_s=uptime,
+                   since=datetime.fromtimestamp(since).astimezone().isoformat(timespec="seconds"))
+        if state:
+            mode = state.get("mode")
+            out.update(mode=mode, owner_pid=state.get("owner_pid"))
+            if mode == "detached":
+                out["idle_timeout"] = timeout = float(state.get("idle_timeout") or 0)
+                out["stops"] = (f"after {timeout:g} s without a client "
+                                "(TALENT_SERVER_IDLE_TIMEOUT), or with `talent server stop`")
+            elif mode == "owner":
+                out["stops"] = f"when process {state.get('owner_pid')} that started it exits"
+            elif mode == "kept":
+                out["stops"] = "with `talent server stop`"
+        return out
+
     def shutdown(self, timeout: float = 60.0) -> bool:
         """Stop the server of this data dir whoever started it (``talent server stop``).
         Returns whether one was running."""
@@ -560,7 +657,7 @@ class EmbeddedServer:
             self.stop(timeout)
             return True
         pid = self.pid
-        if pid is None or not self.ping():
+        if pid is None or not self.status()["running"]:  # running: loading included
             return False
         if self._incr_aof_bytes() > COMPACT_AT_STOP_BYTES:
             with contextlib.suppress(Exception):

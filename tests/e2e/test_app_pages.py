@@ -68,6 +68,17 @@ def test_ask_full_answer_with_evidence_graph_export_and_history(use_toy, tmp_pat
     downloads = at.get("download_button")
     assert len(downloads) == 2
     assert at.button(key="hist0").label.startswith("who directed Gravity")
+    assert any("text generator" in c.value for c in at.caption)  # which generator answered
+
+
+def test_ask_graph_prompt_generator_missing_is_said(use_toy):
+    """Choosing the graph-prompt generator where none is trained: a plain error, no crash."""
+    at = _app()
+    at.selectbox(key="generator_type").set_value("graph-prompt")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("no trained graph" in e.value and "prompt generator" in e.value
+               for e in at.error), [e.value for e in at.error]
 
 
 def test_ask_names_a_missing_entity_and_the_closest(use_toy):

@@ -147,3 +147,37 @@ def test_bad_questions_exit_2_with_a_one_line_error(use_toy):
         assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
         assert "question" in r.stderr and "\x1b" not in r.stderr
         assert len(r.stderr) < 200
+
+
+def test_ask_with_a_graph_prompt_generator(use_toy, tmp_path):
+    """`--generator-type graph-prompt`: refused with a clear message while no such generator
+    is trained; with one (a GNN soft prompt over the MiniLM vectors of the context's names,
+    trained 2 steps on the tiny model) the answer says which generator answered."""
+    from tiny_llm import sample_candidate, tiny_llama
+
+    from talent_core.llm.data import TrainingExample
+    from talent_core.llm.train import train_generator
+    from talent_core.llm.trainer import TrainConfig
+
+    model = tiny_llama(tmp_path / "tiny")
+    r = run("ask", "who directed Gravity", "--base-model", str(model),
+            "--generator-type", "graph-prompt")
+    assert r.exit_code == 2 and "no trained graph-prompt generator" in r.output
+    c = sample_candidate()
+    examples = [TrainingExample(question="who directed [Titanic]", candidate=c,
+                                answers=["James Cameron"])] * 2
+    out = tmp_path / "adapters" / "generator-graph"
+    train_generator(examples, TrainConfig(output_dir=out, base_model=str(model),
+                                          graph_prompt=True, max_steps=2, grad_accum=1,
+                                          save_every=0, progress=False), None, source="none")
+    r = run("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
+            "--adapters", str(tmp_path / "adapters"), "--generator-type", "graph-prompt",
+            "--json")
+    assert r.exit_code == 0, r.output
+    ans = json.loads(r.stdout)
+    assert ans["generator"] == "graph-prompt" and ans["answer"]
+    r = run("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
+            "--generator", str(out), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["generator"] == "graph-prompt"
+    r = run("ask", "who directed Gravity", "--generator-type", "gnn")
+    assert r.exit_code == 2 and "--generator-type must be" in r.output

@@ -113,7 +113,8 @@ def test_label_task_answer(tiny_dir, settings, candidate, monkeypatch) -> None:
     from talent_core.llm.lm import Generation
 
     lm = LoadedLM(str(tiny_dir), {}, settings)
-    monkeypatch.setattr(lm, "generate", lambda p, a, m: Generation("Counter.", False, 1, 1))
+    monkeypatch.setattr(lm, "generate",
+                        lambda p, a, m, prefix=None: Generation("Counter.", False, 1, 1))
     gen = GeneratorModel(lm, None, task="label")
     ctx = gen.context("Argument 1: x\nArgument 2: y", candidate, None)
     assert gen.answer("Argument 1: x\nArgument 2: y", ctx) == (["counter"], "Counter.")
