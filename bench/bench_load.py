@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import psutil
+from benchio import load_average, write_json_atomic
 
 from loaders.api import load_path
 from loaders.embedders import make_embedder
@@ -126,21 +127,40 @@ def precision_check(kb: Path, settings: Settings, embedder, n: int = 2000) -> di
 
 
 def run_metaqa(
-    data: Path, work: Path, settings: Settings, embedder, graph: str, overlap: bool = True
+    data: Path,
+    work: Path,
+    settings: Settings,
+    embedder,
+    graph: str,
+    overlap: bool = True,
+    bulk: bool = True,
+    fresh: bool = True,
 ) -> dict:
+    """Load kb.txt into `graph` (cleared first unless `fresh` is False: a reload)."""
     kb = data / "metaqa" / "kb.txt"
     store = FalkorDBStore(work, graph, batch_size=settings.batch_size)
-    store.clear()
+    if fresh:
+        store.clear()
     store.ensure_schema(embedder.dimension)
+    before = load_average()
     with RssSampler(lambda: store.server.pid) as rss:
         t = time.perf_counter()
-        rep = load_path(
-            kb, "metaqa", store=store, embedder=embedder, settings=settings, overlap=overlap
-        )
+        rep = load_path(kb, "metaqa", store=store, embedder=embedder, settings=settings,
+                        overlap=overlap, bulk=bulk, progress=False)  # fmt: skip
         wall = time.perf_counter() - t
     st = store.stats()
     store.close()
+    by = rep.store_seconds_by_call
+    # bulk path: the vector conversion (vecf32 + HNSW inserts) and the index build after
+    # batch 1 are the vector-index work; the rest is GRAPH.BULK and reading
+    vindex = by.get("vectors", 0.0) + by.get("schema", 0.0)
+    excl = rep.read_seconds + rep.write_seconds
     return {
+        "load_average_before": before,
+        "load_average_after": load_average(),
+        "path": "bulk" if rep.bulk_batches else "merge",
+        "bulk_batches": rep.bulk_batches,
+        "batches": rep.batches,
         "counts": {"entities": st.entities, "relations": st.relations, "triples": st.triples,
                    "entities_with_embedding": st.entities_with_embedding},
         "wall_seconds": round(wall, 2),
@@ -148,9 +168,12 @@ def run_metaqa(
         "embed_seconds": round(rep.embed_seconds, 2),
         "store_seconds": round(rep.write_seconds, 2),
         "read_seconds": round(rep.read_seconds, 2),
-        "store_seconds_by_call": {k: round(v, 2) for k, v in rep.store_seconds_by_call.items()},
+        "store_seconds_by_call": {k: round(v, 2) for k, v in by.items()},
         "triples_per_s": round(rep.triples_per_s),
         "triples_per_s_excl_embed": round(rep.triples_per_s_excl_embed),
+        "vector_index_seconds": round(vindex, 2) if rep.bulk_batches else None,
+        "triples_per_s_excl_embed_and_vector_index":
+            round(rep.loaded / (excl - vindex)) if rep.bulk_batches and excl > vindex else None,
         "names_embedded": rep.new_entities_embedded + rep.new_relations_embedded,
         "names_per_s_embedding": round(
             (rep.new_entities_embedded + rep.new_relations_embedded) / rep.embed_seconds
@@ -158,6 +181,89 @@ def run_metaqa(
         "peak_rss": rss.peak,
         "report": json.loads(rep.model_dump_json()),
     }  # fmt: skip
+
+
+def same_vectors(work: Path, a: str, b: str, kb: Path, n: int = 2000) -> dict:
+    """Stored vectors of n MetaQA names in graphs a and b (bulk vs MERGE path)."""
+    import random
+
+    import numpy as np
+
+    with open(kb, encoding="utf-8") as f:
+        names = sorted({p for line in f for p in line.rstrip("\n").split("|")[::2]})
+    sample = random.Random(0).sample(names, min(n, len(names)))
+    va = FalkorDBStore(work, a).entity_vectors(sample)
+    vb = FalkorDBStore(work, b).entity_vectors(sample)
+    diff = max(float(np.abs(va[k] - vb[k]).max()) for k in sample)
+    return {"names": len(sample), "found": [len(va), len(vb)], "max_abs_diff": diff}
+
+
+def embed_batch_sweep(kb: Path, settings: Settings, sizes=(64, 128, 256, 512),
+                      n: int = 2000, threads: int = 1) -> dict:  # fmt: skip
+    """Names per second of the loader's embedder by batch size (one torch thread)."""
+    import random
+
+    with open(kb, encoding="utf-8") as f:
+        names = sorted({p for line in f for p in line.rstrip("\n").split("|")[::2]})
+    sample = random.Random(1).sample(names, min(n, len(names)))
+    out = {"names": len(sample), "threads": threads, "load_average_before": load_average()}
+    for bs in sizes:
+        emb = make_embedder(settings, "fp32", batch_size=bs, threads=threads)
+        emb.encode(sample[:64])  # warm-up
+        t = time.perf_counter()
+        emb.encode(sample)
+        out[f"batch_{bs}_names_per_s"] = round(len(sample) / (time.perf_counter() - t))
+    out["load_average_after"] = load_average()
+    return out
+
+
+def bulk_compare(data: Path, work: Path, base: Settings, embedder, out_dir: Path,
+                 hash_runs: bool = True, sweep: bool = True) -> dict:  # fmt: skip
+    """MERGE path vs bulk path on fresh graphs, then a reload, in one run:
+    bench/results/load_metaqa_bulk.json."""
+    kb = data / "metaqa" / "kb.txt"
+    expected = metaqa_expected(kb)
+    out: dict = {"machine": machine(), "expected": expected, "settings": {
+        "batch_size": base.batch_size, "embedding_model": base.embedding_model,
+        "embed_batch_size": getattr(embedder, "batch_size", None),
+        "embed_threads": getattr(embedder, "threads", None)}}  # fmt: skip
+    if sweep:
+        out["embed_batch_sweep"] = embed_batch_sweep(kb, base)
+        log.warning("sweep: %s", out["embed_batch_sweep"])
+    runs = out["runs"] = {}
+    for name, emb, bulk in (("minilm_merge", embedder, False), ("minilm_bulk", embedder, True)):
+        runs[name] = run_metaqa(data, work, base, emb, f"bench_{name}", bulk=bulk)
+        log.warning("%s: %s", name, {k: v for k, v in runs[name].items() if k != "report"})
+    runs["minilm_reload"] = run_metaqa(data, work, base, embedder, "bench_minilm_bulk",
+                                       bulk=True, fresh=False)  # fmt: skip
+    log.warning("reload: %s", runs["minilm_reload"]["wall_seconds"])
+    if hash_runs:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from hash_embedder import HashEmbedder  # the TEST-ONLY pseudo-embedder
+
+        h = HashEmbedder(embedder.dimension)
+        for name, bulk in (("hash_merge", False), ("hash_bulk", True)):
+            runs[name] = run_metaqa(data, work, base, h, f"bench_{name}", bulk=bulk)
+            log.warning("%s: %s", name, runs[name]["wall_seconds"])
+    out["bulk_vs_merge_vectors"] = same_vectors(work, "bench_minilm_merge", "bench_minilm_bulk", kb)
+    out["ok"] = all(
+        r["counts"][k] == expected[k] for r in runs.values() for k in expected
+    ) and all(r["counts"]["entities_with_embedding"] == expected["entities"] for r in runs.values())
+    m, b, r = runs["minilm_merge"], runs["minilm_bulk"], runs["minilm_reload"]
+    out["summary"] = {
+        "merge_seconds": m["wall_seconds"], "bulk_seconds": b["wall_seconds"],
+        "reload_seconds": r["wall_seconds"],
+        "merge_triples_per_s_excl_embed": m["triples_per_s_excl_embed"],
+        "bulk_triples_per_s_excl_embed": b["triples_per_s_excl_embed"],
+        "bulk_triples_per_s_excl_embed_and_vector_index":
+            b["triples_per_s_excl_embed_and_vector_index"],
+        "reload_triples_per_s": r["triples_per_s"],
+        "merge_embed_seconds": m["embed_seconds"], "bulk_embed_seconds": b["embed_seconds"],
+        "peak_rss_mb": {"merge": m["peak_rss"], "bulk": b["peak_rss"], "reload": r["peak_rss"]},
+    }  # fmt: skip
+    out["machine"]["loadavg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    write_json_atomic(out_dir / "load_metaqa_bulk.json", out)
+    return out
 
 
 def run_webqsp(data: Path, work: Path, settings: Settings, embedder) -> dict:
@@ -222,6 +328,12 @@ def main() -> None:
     ap.add_argument("--embed-precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--no-overlap", action="store_true", help="write and embed in turn")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--bulk-compare", action="store_true",
+                    help="MERGE vs bulk path and a reload -> load_metaqa_bulk.json (only)")
+    ap.add_argument("--no-hash-runs", action="store_true",
+                    help="--bulk-compare without the hash pseudo-embedder runs")
+    ap.add_argument("--no-sweep", action="store_true",
+                    help="--bulk-compare without the embedding batch-size sweep")
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
 
@@ -235,6 +347,11 @@ def main() -> None:
         t = time.perf_counter()
         embedder = make_embedder(base, args.embed_precision, threads=args.embed_threads)
         model_seconds = time.perf_counter() - t
+        if args.bulk_compare:
+            res = bulk_compare(data, work, base, embedder, args.out,
+                               hash_runs=not args.no_hash_runs, sweep=not args.no_sweep)
+            print(json.dumps(res["summary"], indent=2))
+            return
         expected = metaqa_expected(data / "metaqa" / "kb.txt")
         out = {"machine": machine(), "settings": {
             "batch_size": base.batch_size, "embedding_model": base.embedding_model,

@@ -51,6 +51,8 @@ def main() -> None:
                     help="examples are grouped by hop, N per hop (MetaQA test files)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--selections", type=Path, default=None,
+                    help="the retriever selections cache (default: beside --out)")
     args = ap.parse_args()
 
     settings = get_settings()
@@ -69,7 +71,7 @@ def main() -> None:
     embedder = get_embedder(settings.embedding_model, "cpu", settings.embed_batch_size)
     lm = LoadedLM(None, adapters, settings)
     retriever = RetrieverModel(lm, "retriever", None, settings.retriever_max_new_tokens)
-    cache = args.out.with_suffix(".selections.jsonl")
+    cache = args.selections or args.out.with_suffix(".selections.jsonl")
     meta = lm.metas["retriever"]
     selections = collect_selections(examples, retriever, cache, True,
                                     f"{lm.base_name}|{rdir}|{meta.created}", "ranked")

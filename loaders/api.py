@@ -163,6 +163,8 @@ def load_path(
                 )
             name = dataset or dataset_name(path, split)
             options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
+        options.setdefault("bulk", settings.bulk_load)
+        options.setdefault("bulk_max_ids", settings.bulk_max_ids)
         opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)
         # a rejects path naming a directory (or an unwritable place) fails here, before the
         # store is opened and its schema written

@@ -209,6 +209,9 @@ def run_load(
         if not opts.dry_run
         else None
     )
+    if writer is not None and opts.bulk:
+        with timed(report, "checks"):
+            writer.bulk = _bulk_session(store, embedder, opts)
     ok = False
     try:
         try:
@@ -276,6 +279,17 @@ def run_load(
     return report
 
 
+def _bulk_session(store: Any, embedder: Any, opts: LoadOptions) -> Any:
+    """The store's bulk session when it offers one and the graph is empty, else None."""
+    make = getattr(store, "bulk_session", None)
+    if make is None:
+        return None
+    session = make(embedder.dimension, opts.bulk_max_ids)
+    if session is not None:
+        log.info("the graph is empty: writing with the store's bulk command")
+    return session
+
+
 def _prepare(
     number: int,
     batch: _Batch,
@@ -308,10 +322,14 @@ def _prepare(
     assert store is not None and embedder is not None
 
     with timed(report, "checks"):
-        have = store.existing_entities(list(names))
+        # while the bulk session writes an empty graph, what exists is what it wrote
+        bulk = writer.bulk if writer.bulk_active() else None
+        ids = list(names)
+        have = bulk.known_entities(ids) if bulk else store.existing_entities(ids)
         have |= writer.inflight_entities & names.keys()
         new_ids = [i for i in names if i not in have]
-        have_rel = store.existing_relations(list(relations))
+        rels = list(relations)
+        have_rel = bulk.known_relations(rels) if bulk else store.existing_relations(rels)
         have_rel |= writer.inflight_relations & relations.keys()
         new_rels = [r for r in relations if r not in have_rel]
 

@@ -32,6 +32,9 @@ class LoadOptions:
     progress: bool = True
     dry_run: bool = False  # validate only: read and check everything, write nothing
     overlap: bool = True  # write batch k while batch k+1 is read and embedded
+    # an empty graph in a store that offers it (embedded FalkorDB): GRAPH.BULK, not MERGE
+    bulk: bool = True
+    bulk_max_ids: int = 2_000_000  # entities the bulk path tracks before handing over
     on_commit: Callable[[LoadProgress], None] | None = None  # called after each ack
 
     def __post_init__(self) -> None:
@@ -70,11 +73,13 @@ class LoadReport(BaseModel):
     new_entities_embedded: int = 0
     new_relations_embedded: int = 0
     batches: int = 0
+    bulk_batches: int = 0  # batches written with the store's bulk command (empty graph)
     seconds: float = 0.0
     embed_seconds: float = 0.0  # in the embedder
     write_seconds: float = 0.0  # in store calls (existence checks and writes)
     read_seconds: float = 0.0  # reading, parsing, validating, de-duplicating
-    # store time by call: existence checks, entity / relation / triple upserts
+    # store time by call: existence checks, entity / relation / triple upserts; bulk path:
+    # "bulk" (GRAPH.BULK + vector conversion), "schema" (indexes built after batch 1)
     store_seconds_by_call: dict[str, float] = Field(default_factory=dict)
     triples_per_s: float = 0.0
     triples_per_s_excl_embed: float = 0.0

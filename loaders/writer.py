@@ -111,6 +111,8 @@ class Writer:
         self.bar = bar
         self.t0 = t0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="loader-writer")
+        # the store's bulk session (an empty embedded graph), or None: MERGE statements
+        self.bulk: Any = None
         self._pending: Any = None
         # ids / relation names being written by the in-flight batch: the batch in
         # preparation must not embed them again (the store may not have them yet)
@@ -135,16 +137,34 @@ class Writer:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
 
+    def bulk_active(self) -> bool:
+        return self.bulk is not None and self.bulk.active
+
     def _write(self, prep: Prepared) -> None:
         r = self.report
-        if prep.entities:
-            with timed(r, "entities"):
-                self.store.upsert_entities(prep.entities)
-        if prep.relations:
-            with timed(r, "relations"):
-                self.store.upsert_relations(prep.relations)
-        with timed(r, "triples"):
-            self.store.upsert_triples(prep.edges)
+        bulk = self.bulk_active()
+        if bulk and self.bulk.write(
+            prep.entities, prep.relations, prep.edges, timer=lambda call: timed(r, call)
+        ):
+            r.bulk_batches += 1
+        else:
+            entities, relations = prep.entities, prep.relations
+            if bulk:
+                # the bulk session ended on this batch, maybe after writing it: what is
+                # stored is not written again (its vectors would be re-written)
+                with timed(r, "checks"):
+                    have = self.store.existing_entities([e[0] for e in entities])
+                    entities = [e for e in entities if e[0] not in have]
+                    have = self.store.existing_relations([x[0] for x in relations])
+                    relations = [x for x in relations if x[0] not in have]
+            if entities:
+                with timed(r, "entities"):
+                    self.store.upsert_entities(entities)
+            if relations:
+                with timed(r, "relations"):
+                    self.store.upsert_relations(relations)
+            with timed(r, "triples"):
+                self.store.upsert_triples(prep.edges)
         r.loaded += len(prep.edges)
         r.batches += 1
         prog = LoadProgress(

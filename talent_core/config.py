@@ -63,6 +63,13 @@ class Settings(BaseSettings):
 
     # --- loading -------------------------------------------------------------------------
     batch_size: int = 5000
+    # A load into an empty embedded graph writes with FalkorDB's bulk command (GRAPH.BULK,
+    # talent_core/store/falkordb_bulk.py) instead of MERGE statements; a non-empty graph
+    # (reloads, incremental loads) always takes the MERGE path. False: always MERGE.
+    bulk_load: bool = True
+    # the bulk path keeps entity id -> node id of what it wrote (~100 bytes each); past this
+    # many entities the rest of the load takes the MERGE path
+    bulk_max_ids: int = Field(2_000_000, ge=1)
 
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a

@@ -41,6 +41,7 @@ from talent_core.text import check_question
 if TYPE_CHECKING:
     from loaders import LoadReport
     from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.lm import Stage
     from talent_core.llm.retriever import RetrieverModel
 
 log = logging.getLogger(__name__)
@@ -117,12 +118,19 @@ class Pipeline:
     @property
     def models(self) -> tuple[RetrieverModel, GeneratorModel]:
         """(RetrieverModel, GeneratorModel) on one base model, loaded on first use."""
+        return self.load_models()
+
+    def load_models(self, on_stage: Stage | None = None
+                    ) -> tuple[RetrieverModel, GeneratorModel]:
+        """`models`, with ``on_stage(what, done, total)`` called as loading proceeds."""
         if self._models is None:
             from talent_core.llm.lm import load_models
 
             s = self.settings
             self._models = load_models(
-                self.base_model, self.retriever_dir, self.generator_dir, s,
+                on_stage=on_stage,
+                base_model=self.base_model, retriever_dir=self.retriever_dir,
+                generator_dir=self.generator_dir, settings=s,
                 retriever_max_new_tokens=s.retriever_max_new_tokens,
                 generator_max_new_tokens=s.generator_max_new_tokens,
                 embed=lambda texts: self.embedder.encode(texts),

@@ -74,11 +74,23 @@ def ensure_models(pipe: Pipeline) -> None:
     model (GGUF -> safetensors, cached) and takes about half a minute."""
     if pipe.models_loaded:
         return
+    stage = {"what": "starting", "done": 0, "total": 1, "since": time.perf_counter()}
+
+    def on_stage(what: str, done: int, total: int) -> None:  # from the loading thread
+        stage.update(what=what, done=done, total=total, since=time.perf_counter())
+
+    def status(elapsed: float) -> tuple[float, str]:
+        # the stages done, plus a creep within the current one (the base model is the long one)
+        creep = min((time.perf_counter() - stage["since"]) / MODEL_LOAD_S, 0.9)
+        frac = min((stage["done"] + creep) / stage["total"], 0.99)
+        step = min(stage["done"] + 1, stage["total"])
+        return frac, (f"Loading the language models: {stage['what']} ({step} of "
+                      f"{stage['total']}), {elapsed:.0f} s (first question only; later "
+                      "questions reuse them)")
+
     _, error, took, bar = run_with_progress(
-        lambda: pipe.models, "Loading the language models (first question only)…",
-        lambda el: (min(el / MODEL_LOAD_S, 0.95),
-                    f"Loading the language models: {el:.0f} s of about {MODEL_LOAD_S} s "
-                    "(first question only; later questions reuse them)"))
+        lambda: pipe.load_models(on_stage), "Loading the language models (first question "
+        "only)…", status)
     bar.empty()
     if error is not None:
         raise error

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+Stage = Callable[[str, int, int], None]  # (what is loading, stages done, stages in all)
+
 DEFAULT_MAX_LENGTH = 4096  # prompt + completion tokens, when no adapter says otherwise
 
 
@@ -54,16 +56,25 @@ class LoadedLM:
         adapters: dict[str, Path] | None = None,
         settings: Settings | None = None,
         device: str | None = None,
+        on_stage: Stage | None = None,
     ):
+        """``on_stage(what, done, total)``: called before each loading stage (the base model,
+        then each adapter) and once at the end, for progress bars."""
         settings = settings or get_settings()
         self.base_name = base_model or settings.base_model
+        adapters = adapters or {}
+        total = 1 + len(adapters)
+        stage = on_stage or (lambda what, done, total: None)
+        stage(f"base model {self.base_name}", 0, total)
         self.model, self.tokenizer, self.device = load_base(self.base_name, settings, device)
         self.metas: dict[str, AdapterMeta] = {}
         self.paths: dict[str, Path] = {}
         self._lock = threading.Lock()  # adapter switching + generate: one call at a time
-        for name, path in (adapters or {}).items():
+        for i, (name, path) in enumerate(adapters.items(), start=1):
+            stage(f"{name} adapter", i, total)
             self.add_adapter(name, path)
         self.model.eval()
+        stage("done", total, total)
 
     def add_adapter(self, name: str, path: Path) -> AdapterMeta:
         self.model, meta = load_adapter(self.model, Path(path), adapter_name=name)
@@ -198,6 +209,7 @@ def load_models(
     retriever_max_new_tokens: int = 256,
     generator_max_new_tokens: int = 128,
     embed: Callable[[list[str]], Any] | None = None,
+    on_stage: Stage | None = None,
 ) -> tuple[RetrieverModel, GeneratorModel]:
     """Both models on ONE base model. A missing adapter means the frozen base model.
     ``base_model`` defaults to the adapters' base (they must agree), then to settings.
@@ -213,7 +225,7 @@ def load_models(
         adapters["retriever"] = Path(retriever_dir)
     if generator_dir is not None:
         adapters["generator"] = Path(generator_dir)
-    lm = LoadedLM(base_model, adapters, settings, device)
+    lm = LoadedLM(base_model, adapters, settings, device, on_stage)
     task = next((m.task for m in metas), None)
     retriever = RetrieverModel(lm, "retriever" if retriever_dir else None, task,
                                retriever_max_new_tokens)

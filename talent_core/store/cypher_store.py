@@ -57,6 +57,15 @@ class CypherStore:
         """The `$rows` parameter of an upsert with embeddings: one row per vector."""
         raise NotImplementedError
 
+    def _rows_param(self, fields: dict[str, list[str]]) -> Any:
+        """A `$rows` parameter of string-only rows, given column-wise."""
+        names = list(fields)
+        return [dict(zip(names, v, strict=True)) for v in zip(*fields.values(), strict=True)]
+
+    def _keys_param(self, keys: Sequence[str]) -> Any:
+        """A list-of-strings parameter (ids, names)."""
+        return list(keys)
+
     @property
     def location(self) -> str:
         """`dialect:where` of this graph (stats, messages)."""
@@ -149,9 +158,10 @@ class CypherStore:
         check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
         check_keys("relation name", (e.rel for e in edges))
         for chunk in chunks(edges, self.batch_size):
-            data = [{"h": e.src, "rel": e.rel, "t": e.dst} for e in chunk]
-            written = self._write("upsert_triples", {"rows": data})[0][0]
-            if written < len(data):
+            rows = {"h": [e.src for e in chunk], "rel": [e.rel for e in chunk],
+                    "t": [e.dst for e in chunk]}  # fmt: skip
+            written = self._write("upsert_triples", {"rows": self._rows_param(rows)})[0][0]
+            if written < len(chunk):
                 raise_missing_endpoints(self, chunk)
 
     def existing_entities(self, ids: Sequence[str]) -> set[str]:
@@ -163,7 +173,7 @@ class CypherStore:
     def _existing(self, name: str, param: str, keys: Sequence[str]) -> set[str]:
         out: set[str] = set()
         for chunk in chunks(lookup_keys(keys), self.batch_size):
-            out.update(r[0] for r in self._read(name, {param: list(chunk)}))
+            out.update(r[0] for r in self._read(name, {param: self._keys_param(chunk)}))
         return out
 
     # --- reads -------------------------------------------------------------------------------

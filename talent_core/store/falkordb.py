@@ -26,6 +26,7 @@ from talent_core.store._common import chunks, lookup_keys
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement, statements
 from talent_core.store.cypher_store import CypherStore, Row
+from talent_core.store.falkordb_bulk import BulkSession
 from talent_core.store.falkordb_server import EmbeddedServer
 from talent_core.text import redisearch_query
 
@@ -54,16 +55,29 @@ class _Literal:
         return self.text
 
 
-def _render_rows(fields: dict[str, list[str]], vectors: np.ndarray) -> _Literal:
-    """[{f1: "..", ..., embedding: [..]}, ...] as one Cypher list literal."""
+def _render_rows(fields: dict[str, list[str]], vectors: np.ndarray | None = None) -> _Literal:
+    """[{f1: "..", ..., embedding: [..]}, ...] as one Cypher list literal (without
+    `embedding` when `vectors` is None)."""
     # 8 decimals: below float32 precision at the scale of normalised components, and the
     # shortest repr of the rounded float64 is short to write and to parse.
+    names = list(fields)
+    cols = list(fields.values())
     out = []
+    if vectors is None:
+        for values in zip(*cols, strict=True):
+            parts = [f"{n}:{quote_string(v)}" for n, v in zip(names, values, strict=True)]
+            out.append("{" + ",".join(parts) + "}")
+        return _Literal("[" + ",".join(out) + "]")
     for i, vec in enumerate(np.round(vectors, 8).tolist()):
         parts = [f"{name}:{quote_string(col[i])}" for name, col in fields.items()]
         parts.append("embedding:[" + ",".join(map(repr, vec)) + "]")
         out.append("{" + ",".join(parts) + "}")
     return _Literal("[" + ",".join(out) + "]")
+
+
+def _render_strings(values: Sequence[str]) -> _Literal:
+    """["..", ...] as one Cypher list literal."""
+    return _Literal("[" + ",".join(map(quote_string, values)) + "]")
 
 
 class FalkorDBStore(CypherStore):
@@ -162,6 +176,32 @@ class FalkorDBStore(CypherStore):
 
     def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> _Literal:
         return _render_rows(fields, vectors)
+
+    def _rows_param(self, fields: dict[str, list[str]]) -> _Literal:
+        return _render_rows(fields)
+
+    def _keys_param(self, keys: Sequence[str]) -> _Literal:
+        return _render_strings(keys)
+
+    # --- bulk loading into an empty graph (falkordb_bulk) ----------------------------------
+    def bulk_session(self, dimension: int, max_ids: int) -> BulkSession | None:
+        """A GRAPH.BULK session for a load into this graph when it has no node yet (None
+        otherwise). Batches an earlier bulk load left with unconverted vectors (it was
+        killed between its two commands) are finished first, whatever the answer."""
+        self.finish_pending_bulk()
+        rows = self._read("node_count")
+        if rows and int(rows[0][0]) > 0:
+            return None
+        return BulkSession(self, dimension, max_ids)
+
+    def finish_pending_bulk(self) -> int:
+        """Convert the vectors of bulk batches left pending (see falkordb_bulk); returns
+        how many batches there were."""
+        pending = self._read("bulk_pending")
+        for lo, hi in pending:
+            log.warning("finishing the vectors of an interrupted bulk batch (nodes %d-%d)", lo, hi)
+            self._write("bulk_vectors", {"lo": int(lo), "hi": int(hi)})
+        return len(pending)
 
     def _topk_params(self, k: int, vector: Vector) -> dict[str, Any]:
         # 2k + 10 candidates: room for stale HNSW entries (see cypher/falkordb/top_entities)

@@ -118,3 +118,13 @@ def test_label_task_answer(tiny_dir, settings, candidate, monkeypatch) -> None:
     gen = GeneratorModel(lm, None, task="label")
     ctx = gen.context("Argument 1: x\nArgument 2: y", candidate, None)
     assert gen.answer("Argument 1: x\nArgument 2: y", ctx) == (["counter"], "Counter.")
+
+
+def test_loading_reports_its_stages(tiny_dir, settings, adapters) -> None:
+    """The UI's model-load bar is fed by the real stages: base model, each adapter, done."""
+    seen: list[tuple[str, int, int]] = []
+    load_models(None, adapters["retriever"], adapters["generator"], settings,
+                on_stage=lambda what, done, total: seen.append((what, done, total)))
+    assert [(d, t) for _, d, t in seen] == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert seen[0][0].startswith("base model") and seen[1][0] == "retriever adapter"
+    assert seen[2][0] == "generator adapter" and seen[3][0] == "done"

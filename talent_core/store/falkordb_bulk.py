@@ -1,0 +1,345 @@
+"""Bulk loading into an EMPTY embedded graph with FalkorDB's own bulk command, GRAPH.BULK.
+
+Why: through MERGE statements FalkorDB parses every vector literal (384 floats a name) and
+MERGEs row by row: MetaQA's 43k entities took ~40 s of server time that way. GRAPH.BULK
+takes a binary buffer of nodes and edges and creates them without a query: the same
+batch is written ~10x faster (bench/bench_load.py -> bench/results/load_metaqa_bulk.json).
+It is spoken here directly (its format is a few lines, below); the `falkordb-bulk-loader`
+package reads CSV files from disk, which does not fit the streaming, validating loader.
+
+Limits of the command, and how they are met:
+  * it has no vector type: a new node carries its embedding as a list of doubles in `_v`,
+    and one statement right after the command (cypher/falkordb/bulk_vectors) turns the
+    batch's lists into vecf32 `embedding`s (that is where the HNSW index is updated);
+  * edges name their endpoints by FalkorDB's internal node ids, and it cannot MERGE. So
+    the session only starts on a graph without nodes: the first batch creates a NEW graph
+    key (`BEGIN`; an existing empty key, e.g. its schema, is deleted first), where the n-th
+    node created gets id n-1. Before every batch the graph's node count must equal what
+    this session created (checked under the data dir's write lock, held for the whole
+    batch); if another writer touched the graph the session ends and the batch (and every
+    later one) goes the MERGE way. The session keeps entity id -> node id for the nodes it
+    created (at most `max_ids`; past that it ends and the MERGE path takes over);
+  * no MERGE for edges: an edge is bulk-written only when this load has certainly not
+    written its triple yet (a Bloom filter of the load's triples, fixed size; "maybe seen",
+    which includes its rare false positives, goes through the MERGE statement instead), so
+    a reload or a triple repeated across batches never duplicates an edge.
+After the first batch the schema (indexes, vector indexes) is created over it, as
+`ensure_schema` does for an empty graph; later batches update the indexes as they go.
+
+Crash safety: each batch is ONE GRAPH.BULK command (nodes, edges and a BULK_PENDING marker
+edge naming the batch's node-id range), written to the AOF before the reply like any write,
+then one statement converting its vectors and deleting the marker. A loader killed between
+the two leaves the marker: `finish_pending` (run at the start of every load,
+`FalkorDBStore.bulk_session`) converts those vectors. A connection error during a batch
+ends the session: the batch is then written again the MERGE way (idempotent whether or not
+the command had been applied), after the schema is ensured and pending vectors finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import redis
+
+from talent_core.models import Edge
+from talent_core.store._common import check_keys, check_names
+from talent_core.store.base import Vector
+from talent_core.store.cypher import statement
+from talent_core.text import normalise_name
+
+if TYPE_CHECKING:
+    from talent_core.store.falkordb import FalkorDBStore
+
+log = logging.getLogger(__name__)
+
+# GRAPH.BULK value types (FalkorDB src/bulk_insert/bulk_insert.c)
+_BI_DOUBLE, _BI_STRING, _BI_LONG, _BI_ARRAY = 2, 3, 4, 5
+_CELL = np.dtype([("type", "u1"), ("value", "=f8")])  # one list element: type byte + double
+MARKER = "BULK_PENDING"  # relationship type of the pending-vectors marker
+
+Timer = Callable[[str], AbstractContextManager[Any]]
+
+
+def _cstr(text: str) -> bytes:
+    return text.encode("utf-8") + b"\0"
+
+
+def _string(text: str) -> bytes:
+    return bytes((_BI_STRING,)) + _cstr(text)
+
+
+def _long(value: int) -> bytes:
+    return bytes((_BI_LONG,)) + struct.pack("=q", value)
+
+
+def _header(name: str, properties: Sequence[str]) -> bytes:
+    return _cstr(name) + struct.pack("=I", len(properties)) + b"".join(map(_cstr, properties))
+
+
+def _vector_values(vectors: np.ndarray) -> list[bytes]:
+    """Each row of `vectors` as a GRAPH.BULK list of doubles."""
+    n, dim = vectors.shape
+    cells = np.empty((n, dim), dtype=_CELL)
+    cells["type"] = _BI_DOUBLE
+    cells["value"] = vectors
+    head = bytes((_BI_ARRAY,)) + struct.pack("=q", dim)
+    raw, step = cells.tobytes(), dim * _CELL.itemsize
+    return [head + raw[i * step : (i + 1) * step] for i in range(n)]
+
+
+def entity_token(rows: Sequence[tuple[str, str]], vectors: np.ndarray) -> bytes:
+    """Entity nodes (id, name, name_lc, _v)."""
+    parts = [_header("Entity", ("id", "name", "name_lc", "_v"))]
+    for (i, name), vec in zip(rows, _vector_values(vectors), strict=True):
+        parts += (_string(i), _string(name), _string(normalise_name(name)), vec)
+    return b"".join(parts)
+
+
+def relation_token(names: Sequence[str], vectors: np.ndarray) -> bytes:
+    """Catalogue relation nodes (name, _v)."""
+    parts = [_header("Relation", ("name", "_v"))]
+    for name, vec in zip(names, _vector_values(vectors), strict=True):
+        parts += (_string(name), vec)
+    return b"".join(parts)
+
+
+def edge_token(edges: Sequence[tuple[int, int, str]]) -> bytes:
+    """:REL {rel} edges between node ids."""
+    pack = struct.Struct("=QQ").pack
+    return b"".join([_header("REL", ("rel",))] + [pack(s, d) + _string(r) for s, d, r in edges])
+
+
+def marker_token(lo: int, hi: int) -> bytes:
+    """The BULK_PENDING {lo, hi} self-loop on node `lo`: vectors of [lo, hi) not converted."""
+    return _header(MARKER, ("lo", "hi")) + struct.pack("=QQ", lo, lo) + _long(lo) + _long(hi)
+
+
+class SeenTriples:
+    """A Bloom filter of the triples a load wrote (fixed memory: 2**bits_log2 bits).
+    `maybe_seen` is exact for "no" and may say "yes" wrongly (~1 % at 10M triples with the
+    default 16 MiB); a "yes" only sends an edge through MERGE."""
+
+    def __init__(self, bits_log2: int = 27, hashes: int = 3):
+        self.size = 1 << bits_log2
+        self.hashes = hashes
+        self.bits = np.zeros(self.size // 8, dtype=np.uint8)
+
+    def _positions(self, keys: Sequence[tuple[str, str, str]]) -> np.ndarray:
+        h = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        h = h.view(np.uint64)
+        step = (h >> np.uint64(29)) | np.uint64(1)
+        k = np.arange(self.hashes, dtype=np.uint64)[:, None]
+        return ((h[None, :] + k * step[None, :]) & np.uint64(self.size - 1)).astype(np.int64)
+
+    def maybe_seen(self, keys: Sequence[tuple[str, str, str]]) -> np.ndarray:
+        """Boolean per key: True = maybe written before, False = certainly not."""
+        if not keys:
+            return np.zeros(0, dtype=bool)
+        pos = self._positions(keys)
+        hit = (self.bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1
+        return hit.all(axis=0).astype(bool)
+
+    def add(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        if not keys:
+            return
+        pos = self._positions(keys).ravel()
+        np.bitwise_or.at(self.bits, pos >> 3, (1 << (pos & 7)).astype(np.uint8))
+
+
+class BulkAbandoned(Exception):
+    """The session cannot write this batch (another writer, a lost connection, the id cap);
+    the caller writes it the MERGE way."""
+
+
+class BulkSession:
+    """Writes the batches of one load into an empty graph with GRAPH.BULK (see the module
+    docstring). Created by `FalkorDBStore.bulk_session`; `active` turns False for good
+    when the MERGE path has to take over."""
+
+    def __init__(self, store: FalkorDBStore, dimension: int, max_ids: int):
+        self.store = store
+        self.dimension = dimension
+        self.max_ids = max_ids
+        self.active = True
+        self.began = False  # the first batch created the graph key
+        self.next_id = 0  # internal id of the next node created
+        self.node_ids: dict[str, int] = {}  # entity id -> internal node id
+        self.relations: set[str] = set()
+        self.seen = SeenTriples()
+        self.batches = 0
+
+    # --- what the load has written (used instead of store look-ups while active) ----------
+    def known_entities(self, ids: Sequence[str]) -> set[str]:
+        d = self.node_ids
+        return {i for i in ids if i in d}
+
+    def known_relations(self, names: Sequence[str]) -> set[str]:
+        return {n for n in names if n in self.relations}
+
+    # --- writing ----------------------------------------------------------------------------
+    def write(
+        self,
+        entities: Sequence[tuple[str, str, Vector]],
+        relations: Sequence[tuple[str, Vector]],
+        edges: Sequence[Edge],
+        timer: Timer | None = None,
+    ) -> bool:
+        """Write one batch (new entities with embeddings, new relations, unique edges).
+        False (the session has ended; nothing of the batch may have been applied, or all of
+        it): the caller writes the batch through the MERGE statements."""
+        timer = timer or (lambda _call: contextlib.nullcontext())
+        if not self.active:
+            return False
+        st = self.store
+        # the checks the MERGE path applies, before anything is written
+        check_keys("entity id", (e[0] for e in entities))
+        check_names("entity", (e[1] for e in entities))
+        check_keys("relation name", (r[0] for r in relations))
+        check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
+        check_keys("relation name", (e.rel for e in edges))
+        evecs = st._checked_vectors([e[2] for e in entities], "entity", [e[0] for e in entities])
+        rvecs = st._checked_vectors(
+            [r[1] for r in relations], "relation", [r[0] for r in relations]
+        )
+        if len(self.node_ids) + len(entities) > self.max_ids:
+            log.info("bulk load: more than %d entities; the MERGE path takes over", self.max_ids)
+            self._end()
+            return False
+        try:
+            merge_edges = self._bulk(entities, evecs, relations, rvecs, edges, timer)
+        except BulkAbandoned as e:
+            log.warning("bulk load: %s; the MERGE path takes over", e)
+            self._end()
+            return False
+        if not self.began:
+            self.began = True
+            with timer("schema"):
+                st.ensure_schema(self.dimension)
+        if merge_edges:
+            with timer("triples"):
+                st.upsert_triples(merge_edges)
+        self.batches += 1
+        return True
+
+    def _bulk(
+        self,
+        entities: Sequence[tuple[str, str, Vector]],
+        evecs: np.ndarray,
+        relations: Sequence[tuple[str, Vector]],
+        rvecs: np.ndarray,
+        edges: Sequence[Edge],
+        timer: Timer,
+    ) -> list[Edge]:
+        """The GRAPH.BULK command ("bulk") and the vector conversion ("vectors": vecf32 and
+        the HNSW index), under the write lock. Returns the edges left for MERGE."""
+        st = self.store
+        lo = self.next_id
+        hi = lo + len(entities) + len(relations)
+        new_ids = {e[0]: lo + k for k, e in enumerate(entities)}
+        keys = [(e.src, e.rel, e.dst) for e in edges]
+        with timer("bulk"):
+            bulk_edges, merge_edges = self._split_edges(edges, keys, new_ids)
+            nodes = []
+            if entities:
+                nodes.append(entity_token([(e[0], e[1]) for e in entities], evecs))
+            if relations:
+                nodes.append(relation_token([r[0] for r in relations], rvecs))
+            rels = [edge_token(bulk_edges)] if bulk_edges else []
+            if nodes:
+                rels.append(marker_token(lo, hi))
+        with st.server.write_lock():
+            try:
+                g = st._connect()
+                with timer("bulk"):
+                    count = self._prepare_new_key(g) if not self.began else _node_count(g)
+                    if count != self.next_id:
+                        raise BulkAbandoned(
+                            f"the graph holds {count} nodes, this load wrote {self.next_id}: "
+                            "another writer is at work"
+                        )
+                    if nodes or rels:
+                        args: list[Any] = ["BEGIN"] if not self.began else []
+                        n_edges = len(bulk_edges) + (1 if nodes else 0)  # + the marker
+                        args += [hi - lo, n_edges, len(nodes), len(rels), *nodes, *rels]
+                        _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), hi - lo)
+                if nodes:
+                    with timer("vectors"):
+                        self._convert(g, lo, hi)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
+                st._disconnect()
+                raise BulkAbandoned(f"lost the server during a bulk batch ({e})") from None
+        self.next_id = hi
+        self.node_ids.update(new_ids)
+        self.relations.update(r[0] for r in relations)
+        self.seen.add(keys)
+        return merge_edges
+
+    def _convert(self, g: Any, lo: int, hi: int) -> None:
+        """bulk_vectors over the batch's node ids [lo, hi): every one of them must have
+        been converted, or the ids were not the predicted ones."""
+        res = g.query(statement("bulk_vectors", "falkordb"), {"lo": lo, "hi": hi})
+        converted = res.result_set[0][0]
+        if converted != hi - lo:
+            # stop before any more harm (the count check before the command makes this a
+            # should-not-happen)
+            raise RuntimeError(
+                f"bulk load: converted {converted} vectors of node ids [{lo}, {hi}), "
+                f"expected {hi - lo}: the graph was written by another writer meanwhile"
+            )
+
+    def _split_edges(
+        self, edges: Sequence[Edge], keys: list[tuple[str, str, str]], new_ids: dict[str, int]
+    ) -> tuple[list[tuple[int, int, str]], list[Edge]]:
+        """(node id pairs to bulk-write, edges to MERGE): an edge is bulk-written only when
+        this load certainly has not written its triple and both endpoints are nodes it
+        created."""
+        ids = self.node_ids
+        bulk_edges, merge_edges = [], []
+        for e, maybe in zip(edges, self.seen.maybe_seen(keys), strict=True):
+            s = new_ids.get(e.src, ids.get(e.src))
+            d = new_ids.get(e.dst, ids.get(e.dst))
+            if maybe or s is None or d is None:
+                merge_edges.append(e)
+            else:
+                bulk_edges.append((s, d, e.rel))
+        return bulk_edges, merge_edges
+
+    def _prepare_new_key(self, g: Any) -> int:
+        """Before the first batch: the graph must have no node; its key (an empty schema)
+        is deleted so that GRAPH.BULK BEGIN creates it anew (node ids from 0)."""
+        count = _node_count(g)
+        if count == 0:
+            with contextlib.suppress(redis.ResponseError):  # no key: nothing to delete
+                g.delete()
+        return count
+
+    def _end(self) -> None:
+        """Hand over to the MERGE path: the schema exists (it may have been deleted for
+        BEGIN) and no batch is left with unconverted vectors."""
+        self.active = False
+        st = self.store
+        st.finish_pending_bulk()
+        st.ensure_schema(self.dimension)
+
+
+def _node_count(g: Any) -> int:
+    try:
+        rows = g.query(statement("node_count", "falkordb")).result_set
+    except redis.ResponseError as e:
+        if "empty key" in str(e).lower():
+            return 0
+        raise
+    return int(rows[0][0]) if rows else 0
+
+
+def _check_reply(reply: Any, nodes: int) -> None:
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    if not text.startswith(f"{nodes} nodes created"):
+        raise RuntimeError(f"GRAPH.BULK answered {text!r}, expected {nodes} nodes created")
+
