@@ -133,7 +133,7 @@ class Pipeline:
                 generator_dir=self.generator_dir, settings=s,
                 retriever_max_new_tokens=s.retriever_max_new_tokens,
                 generator_max_new_tokens=s.generator_max_new_tokens,
-                embed=lambda texts: self.embedder.encode(texts),
+                embed=lambda texts: self.embedder.encode(texts), store=self.store,
             )
         return self._models
 

@@ -10,7 +10,12 @@ import numpy as np
 
 from talent_core.llm.context import GraphView, generator_view
 from talent_core.llm.features import fit_generator_view
-from talent_core.llm.graph_prompt import GraphPrompter, has_graph_prompt, prompt_graph
+from talent_core.llm.graph_prompt import (
+    GraphPrompter,
+    VectorSource,
+    has_graph_prompt,
+    prompt_graph,
+)
 from talent_core.llm.graph_prompt import load as load_graph_prompt
 from talent_core.llm.lm import LoadedLM, Role
 from talent_core.llm.parsing import parse_label, parse_names
@@ -26,14 +31,15 @@ class GeneratorModel(Role):
     Two types: "text" (the paper: the context as CSV rows) and "graph-prompt" (G-Retriever:
     the same rows plus soft tokens from a GNN over the context's graph, `graph_prompt`),
     decided by the adapter: a generator adapter saved with a graph prompt beside it is one.
-    ``embed`` (texts -> vectors, the store's embedding model) is needed by the latter;
+    ``embed`` (texts -> vectors, the store's embedding model) is needed by the latter, which
+    reads the stored vectors of KG nodes and relations from ``store`` when given;
     ``text_budget`` overrides the adapter's limit on graph-row tokens (0: graph only)."""
 
     def __init__(self, lm: LoadedLM, adapter: str | None = "generator", task: Task | None = None,
                  max_new_tokens: int = 128, max_length: int | None = None,
                  include_endpoints: bool | None = None,
                  embed: Callable[[list[str]], np.ndarray] | None = None,
-                 text_budget: int | None = None):
+                 text_budget: int | None = None, store: VectorSource | None = None):
         super().__init__(lm, adapter, task, max_new_tokens, max_length)
         self.include_endpoints = (
             include_endpoints if include_endpoints is not None
@@ -45,7 +51,7 @@ class GeneratorModel(Role):
             if embed is None:
                 raise ValueError(f"{path}: a graph-prompt generator needs the embedding model "
                                  "(pass embed=)")
-            self.prompter = GraphPrompter(load_graph_prompt(path, lm.device), embed)
+            self.prompter = GraphPrompter(load_graph_prompt(path, lm.device), embed, store)
         self.text_budget = text_budget if text_budget is not None else (
             self.meta.text_budget if self.meta else None)
 

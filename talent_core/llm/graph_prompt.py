@@ -9,10 +9,10 @@ mechanism.
   other endpoint of every E-hat edge (so the edges connect), E-hat, and the retriever's
   out-of-S names as isolated nodes; with no selection (the no-retriever mode) all of S.
   The text rows may be truncated to a token budget (``text_budget``); the graph never is.
-* Features (`graph_tensors`): node feature = the embedding of the node's name, edge feature =
-  the embedding of its relation name, by the embedding model the store indexes with (the
-  loaders embed exactly these strings, so they equal the store's vectors; each unique string
-  is embedded once).
+* Features (`graph_tensors`): node feature = the store's vector of the entity (the embedding
+  of its name), edge feature = the store's vector of its relation (of the relation's name);
+  names outside the KG, and everything in training, are embedded with the same model and
+  text, which gives the same vectors.
 * Encoder (`GraphPrompt`): ``layers`` x TransformerConv (torch_geometric; edge features in
   the attention, ``heads`` heads concatenated) with LayerNorm + ReLU between layers, mean
   pooling over nodes, then G-Retriever's projector Linear -> Sigmoid -> Linear to
@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel
@@ -67,15 +67,26 @@ class GraphPromptConfig(BaseModel):
 
 @dataclass(frozen=True)
 class GraphInput:
-    """Node texts and (src index, relation, dst index) edges."""
+    """Node texts (with their KG ids where they are KG nodes) and (src index, relation,
+    dst index) edges."""
 
     nodes: list[str] = field(default_factory=list)
     edges: list[tuple[int, str, int]] = field(default_factory=list)
+    ids: list[str | None] = field(default_factory=list)  # parallel to nodes; None: not in KG
+
+
+class VectorSource(Protocol):
+    """Where stored vectors come from (the graph store: `GraphReader`)."""
+
+    def entity_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def relation_vectors(self, names: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
 def prompt_graph(candidate: Candidate, selection: Selection | None) -> GraphInput:
     """The generator's eq. 14 graph (all of S when ``selection`` is None), untruncated.
-    Names are lowercase as in the prompt's text; a name shared by several nodes is one node."""
+    Nodes with the same lowercase name (one row in the prompt's text) are one node, with
+    the KG spelling and id of the first."""
     by_id = {n.id: n for n in candidate.nodes}
     if selection is None:
         keep = list(by_id)
@@ -90,38 +101,54 @@ def prompt_graph(candidate: Candidate, selection: Selection | None) -> GraphInpu
         extra = [clean_name(o.name) for o in selection.out_of_candidate]
     index: dict[str, int] = {}
     nodes: list[str] = []
+    ids: list[str | None] = []
 
-    def node(name: str) -> int:
-        name = name.lower()
-        if name not in index:
-            index[name] = len(nodes)
+    def node(name: str, kg_id: str | None) -> int:
+        key = name.lower()
+        if key not in index:
+            index[key] = len(nodes)
             nodes.append(name)
-        return index[name]
+            ids.append(kg_id)
+        return index[key]
 
-    local = {i: node(by_id[i].name) for i in keep}
+    local = {i: node(by_id[i].name, i) for i in keep}
     for name in extra:
         if name:
-            node(name)
+            node(name, None)
     out_edges = list(dict.fromkeys((local[e.src], e.rel, local[e.dst]) for e in edges))
-    return GraphInput(nodes, out_edges)
+    return GraphInput(nodes, out_edges, ids)
 
 
-def graph_tensors(graph: GraphInput, embed: Callable[[list[str]], np.ndarray]
+def graph_tensors(graph: GraphInput, embed: Callable[[list[str]], np.ndarray],
+                  store: VectorSource | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(x (N, d), edge_index (2, E), edge_attr (E, d)) float32 on CPU; every unique string
-    (node name or relation) embedded once."""
+    """(x (N, d), edge_index (2, E), edge_attr (E, d)) float32 on CPU. With ``store``, the
+    stored vectors of the KG nodes and relations are read from it; what it lacks (names
+    outside the KG) is embedded, each unique string once."""
     import torch
 
-    texts = list(dict.fromkeys([*graph.nodes, *(r for _, r, _ in graph.edges)]))
-    vecs = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 1), np.float32)
-    row = {t: i for i, t in enumerate(texts)}
-    dim = vecs.shape[1]
-    x = torch.from_numpy(vecs[[row[n] for n in graph.nodes]] if graph.nodes
-                         else np.zeros((0, dim), np.float32))
+    rels = list(dict.fromkeys(r for _, r, _ in graph.edges))
+    node_vecs: dict[int, np.ndarray] = {}
+    rel_vecs: dict[str, np.ndarray] = {}
+    if store is not None:
+        known = {i: kg for i, kg in enumerate(graph.ids) if kg is not None}
+        found = store.entity_vectors(list(dict.fromkeys(known.values()))) if known else {}
+        node_vecs = {i: found[kg] for i, kg in known.items() if kg in found}
+        rel_vecs = store.relation_vectors(rels) if rels else {}
+    texts = list(dict.fromkeys([*(n for i, n in enumerate(graph.nodes) if i not in node_vecs),
+                                *(r for r in rels if r not in rel_vecs)]))
+    if texts:
+        embedded = np.asarray(embed(texts), dtype=np.float32)
+        by_text = dict(zip(texts, embedded, strict=True))
+        node_vecs.update({i: by_text[n] for i, n in enumerate(graph.nodes) if i not in node_vecs})
+        rel_vecs.update({r: by_text[r] for r in rels if r not in rel_vecs})
+    dim = next(iter(node_vecs.values())).shape[0] if node_vecs else 1
+    x = torch.from_numpy(np.stack([node_vecs[i] for i in range(len(graph.nodes))]).astype(
+        np.float32) if graph.nodes else np.zeros((0, dim), np.float32))
     edge_index = torch.tensor([[s for s, _, _ in graph.edges], [d for _, _, d in graph.edges]],
                               dtype=torch.long).reshape(2, -1)
-    edge_attr = torch.from_numpy(vecs[[row[r] for _, r, _ in graph.edges]] if graph.edges
-                                 else np.zeros((0, dim), np.float32))
+    edge_attr = torch.from_numpy(np.stack([rel_vecs[r] for _, r, _ in graph.edges]).astype(
+        np.float32) if graph.edges else np.zeros((0, dim), np.float32))
     return x, edge_index, edge_attr
 
 
@@ -227,11 +254,14 @@ def prefixed_embeds(model: Any, input_ids: torch.Tensor, prefix: torch.Tensor) -
 
 
 class GraphPrompter:
-    """A trained `GraphPrompt` with its embedding function: GraphInput -> soft tokens."""
+    """A trained `GraphPrompt` with where its features come from (the store's vectors,
+    else the embedding function): GraphInput -> soft tokens."""
 
-    def __init__(self, module: Any, embed: Callable[[list[str]], np.ndarray]):
+    def __init__(self, module: Any, embed: Callable[[list[str]], np.ndarray],
+                 store: VectorSource | None = None):
         self.module = module
         self.embed = embed
+        self.store = store
 
     @property
     def config(self) -> GraphPromptConfig:
@@ -241,7 +271,7 @@ class GraphPrompter:
         import torch
 
         device = next(self.module.parameters()).device
-        x, ei, ea = (t.to(device) for t in graph_tensors(graph, self.embed))
+        x, ei, ea = (t.to(device) for t in graph_tensors(graph, self.embed, self.store))
         with torch.inference_mode():
             return self.module(x, ei, ea)
 

@@ -210,10 +210,12 @@ def load_models(
     generator_max_new_tokens: int = 128,
     embed: Callable[[list[str]], Any] | None = None,
     on_stage: Stage | None = None,
+    store: Any = None,
 ) -> tuple[RetrieverModel, GeneratorModel]:
     """Both models on ONE base model. A missing adapter means the frozen base model.
     ``base_model`` defaults to the adapters' base (they must agree), then to settings.
-    ``embed``: the store's embedding function (a graph-prompt generator needs it)."""
+    ``embed``: the store's embedding function (a graph-prompt generator needs it);
+    ``store``: where it reads the stored vectors of KG nodes and relations."""
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.retriever import RetrieverModel
 
@@ -230,5 +232,5 @@ def load_models(
     retriever = RetrieverModel(lm, "retriever" if retriever_dir else None, task,
                                retriever_max_new_tokens)
     generator = GeneratorModel(lm, "generator" if generator_dir else None, task,
-                               generator_max_new_tokens, embed=embed)
+                               generator_max_new_tokens, embed=embed, store=store)
     return retriever, generator

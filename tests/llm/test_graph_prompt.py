@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hash_embedder import HashEmbedder
@@ -45,9 +46,10 @@ def test_prompt_graph_is_the_eq14_context() -> None:
     sel = Selection(names=["james cameron"], selected=[by_name["James Cameron"]],
                     out_of_candidate=[OutOfCandidate(name="Avatar", grounded=False)])
     g = gp.prompt_graph(c, sel)
+    names = [n.lower() for n in g.nodes]
     # the selected node, the other end of its edges, the out-of-S name as an isolated node
-    assert "james cameron" in g.nodes and "titanic" in g.nodes and "avatar" in g.nodes
-    assert all("james cameron" in (g.nodes[s], g.nodes[d]) for s, _, d in g.edges)
+    assert "james cameron" in names and "titanic" in names and "avatar" in names
+    assert all("james cameron" in (names[s], names[d]) for s, _, d in g.edges)
     full = gp.prompt_graph(c, None)
     assert len(full.nodes) == len({n.name.lower() for n in c.nodes})
     assert len(full.edges) == len({(e.src, e.rel, e.dst) for e in c.edges})
@@ -164,3 +166,38 @@ def test_graph_prompt_generator_trains_resumes_and_answers(tiny_dir, settings, t
     assert isinstance(answers, list) and isinstance(raw, str)
     with pytest.raises(ValueError, match="embedding model"):
         load_models(None, None, tmp_path / "a", settings)
+
+
+def test_features_come_from_the_store_where_it_has_them() -> None:
+    """KG nodes and relations take the stored vectors; a name outside the KG is embedded."""
+    c = sample_candidate()
+    by_name = {n.name: n for n in c.nodes}
+    sel = Selection(names=["james cameron"], selected=[by_name["James Cameron"]],
+                    out_of_candidate=[OutOfCandidate(name="Aliens", grounded=False)])
+    graph = gp.prompt_graph(c, sel)
+    assert graph.ids[graph.nodes.index("James Cameron")] == by_name["James Cameron"].id
+    assert graph.ids[graph.nodes.index("aliens")] is None
+
+    class Store:
+        asked: list = []
+
+        def entity_vectors(self, ids):
+            self.asked += list(ids)
+            return {i: np.full(16, 0.5, np.float32) for i in ids}
+
+        def relation_vectors(self, names):
+            return {n: np.full(16, -0.5, np.float32) for n in names}
+
+    embedded: list[str] = []
+
+    def embed(texts):
+        embedded.extend(texts)
+        return EMB.encode(texts)
+
+    x, ei, ea = gp.graph_tensors(graph, embed, Store())
+    assert embedded == ["aliens"]  # only the name the store cannot have
+    kg_rows = [i for i, kg in enumerate(graph.ids) if kg is not None]
+    assert torch.all(x[kg_rows] == 0.5) and torch.all(ea == -0.5)
+    plain = gp.graph_tensors(graph, EMB.encode)  # no store: everything embedded
+    assert torch.allclose(plain[0][graph.nodes.index("aliens")],
+                          x[graph.nodes.index("aliens")])
