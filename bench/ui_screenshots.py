@@ -36,26 +36,29 @@ def main() -> int:
     opts.binary_location = "/usr/bin/chromium"  # Debian's; selenium must not download one
     driver = webdriver.Chrome(options=opts,
                               service=webdriver.ChromeService("/usr/bin/chromedriver"))
+    main = (By.CSS_SELECTOR, '[data-testid="stMain"]')
     results = []
     try:
         for i, q in enumerate(args.questions, start=1):
             driver.get(args.url)
             wait = WebDriverWait(driver, args.timeout)
-            # sidebar: mode "full" (the radio labels are clickable text)
+            # sidebar: mode "full" (the radio with key "mode"), then the question and Ask
             wait.until(ec.element_to_be_clickable(
-                (By.XPATH, "//label[.//p[normalize-space()='full']]"))).click()
+                (By.XPATH, '//div[contains(@class,"st-key-mode")]//label'
+                           '[.//p[normalize-space(.)="full"]]'))).click()
+            time.sleep(1)
             box = wait.until(ec.element_to_be_clickable(
-                (By.XPATH, "//input[@aria-label='Question']")))
+                (By.CSS_SELECTOR, ".st-key-question input")))
             box.send_keys(q, Keys.ENTER)
             time.sleep(1)
-            driver.find_element(By.XPATH, "//button[.//p[normalize-space()='Ask']]").click()
+            driver.find_element(By.CSS_SELECTOR, ".st-key-ask button").click()
             t0 = time.time()
-            wait.until(ec.presence_of_element_located(
-                (By.XPATH, "//h3[contains(., 'Answer')]")))
+            wait.until(lambda d, m=main: "Answer:" in d.find_element(*m).text)
             seconds = round(time.time() - t0, 1)
-            time.sleep(2)  # let the tabs and tables render
-            h = driver.find_element(By.XPATH, "//h3[contains(., 'Answer')]")
-            answer = h.find_element(By.XPATH, "following::p[1]").text
+            time.sleep(2)  # let the tabs, tables and the graph render
+            line = next(x for x in driver.find_element(*main).text.splitlines()
+                        if x.startswith("Answer:"))
+            answer = line.removeprefix("Answer:").strip()
             shot = args.out / f"answer-{i}.png"
             driver.save_screenshot(str(shot))
             results.append({"question": q, "answer_shown": answer, "seconds": seconds,
