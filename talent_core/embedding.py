@@ -9,7 +9,7 @@ pseudo-embedder of their own (tests/hash_embedder.py); production config cannot 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
@@ -81,21 +81,13 @@ class SentenceEmbedder:
 
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Embed `texts`; duplicates are embedded once and fanned back out."""
-        if len(texts) == 0:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        uniq: dict[str, int] = {}
-        for t in texts:
-            uniq.setdefault(t, len(uniq))
-        vecs = self._model.encode(
-            list(uniq),
+        return encode_unique(texts, self.dimension, lambda uniq: self._model.encode(
+            uniq,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=progress,
-        ).astype(np.float32, copy=False)
-        if len(uniq) == len(texts):
-            return vecs
-        return vecs[[uniq[t] for t in texts]]
+        ).astype(np.float32, copy=False))
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
@@ -116,6 +108,21 @@ class SentenceEmbedder:
             keep = np.array([int(i) not in special for i in ids], dtype=bool)
             result.append((vec, normalise_rows(emb[keep] if keep.any() else emb)))
         return result
+
+
+def encode_unique(texts: Sequence[str], dimension: int,
+                  run: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """``run`` (unique texts -> (u, d) vectors) on each distinct text once, fanned back out
+    to ``texts``' order; (0, d) for no text."""
+    if len(texts) == 0:
+        return np.zeros((0, dimension), dtype=np.float32)
+    uniq: dict[str, int] = {}
+    for t in texts:
+        uniq.setdefault(t, len(uniq))
+    vecs = run(list(uniq))
+    if len(uniq) == len(texts):
+        return vecs
+    return vecs[[uniq[t] for t in texts]]
 
 
 def _np(x) -> np.ndarray:

@@ -208,16 +208,11 @@ class NumpyBertEmbedder:
     # --- the Embedder interface ----------------------------------------------------------
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Normalised sentence vectors (n, d) float32; duplicates are embedded once."""
-        if len(texts) == 0:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        uniq: dict[str, int] = {}
-        for t in texts:
-            uniq.setdefault(t, len(uniq))
-        _, toks = self._run(list(uniq))
-        vecs = np.stack([self._sentence(t) for t in toks])
-        if len(uniq) == len(texts):
-            return vecs
-        return vecs[[uniq[t] for t in texts]]
+        from talent_core.embedding import encode_unique
+
+        return encode_unique(texts, self.dimension,
+                             lambda uniq: np.stack([self._sentence(t)
+                                                    for t in self._run(uniq)[1]]))
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

@@ -102,3 +102,14 @@ def sample_candidate() -> Candidate:
         CandidateEdge(src="m:avatar", rel="in_language", dst="l:en", prize=0.0),
     ]
     return Candidate(question="who directed [Titanic]", nodes=nodes, edges=edges)
+
+
+def sample_examples(n: int = 3) -> list:
+    """``n`` training examples on `sample_candidate` (three questions in turn)."""
+    from talent_core.llm.data import TrainingExample
+
+    c = sample_candidate()
+    qs = ["who directed [Titanic]", "who starred in [Titanic]", "when was [Titanic] released"]
+    answers = [["James Cameron"], ["Leonardo DiCaprio"], ["1997"]]
+    return [TrainingExample(question=qs[i % 3], candidate=c.model_copy(update={
+        "question": qs[i % 3]}), answers=answers[i % 3]) for i in range(n)]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from hash_embedder import HashEmbedder
-from tiny_llm import sample_candidate
+from tiny_llm import sample_candidate, sample_examples
 
 from talent_core.llm import graph_prompt as gp
 from talent_core.llm.data import TrainingExample
@@ -102,12 +102,8 @@ def test_text_budget_zero_leaves_only_the_question(tiny_tok) -> None:
     assert len(tiny_tok(some.prompt)["input_ids"]) <= len(tiny_tok(empty.prompt)["input_ids"]) + 12
 
 
-def _examples(n: int) -> list[TrainingExample]:
-    c = sample_candidate()
-    qs = ["who directed [Titanic]", "who starred in [Titanic]", "when was [Titanic] released"]
-    answers = [["James Cameron"], ["Leonardo DiCaprio"], ["1997"]]
-    return [TrainingExample(question=qs[i % 3], candidate=c.model_copy(update={
-        "question": qs[i % 3]}), answers=answers[i % 3]) for i in range(n)]
+def _examples(n: int = 3) -> list[TrainingExample]:
+    return sample_examples(n)
 
 
 def _config(out: Path, tiny_dir: Path, **kw) -> TrainConfig:

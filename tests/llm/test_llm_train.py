@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from safetensors.torch import load_file
-from tiny_llm import sample_candidate
+from tiny_llm import sample_examples
 
 from talent_core.llm.data import TrainingExample, read_examples, write_examples
 from talent_core.llm.models import read_meta
@@ -14,11 +14,7 @@ from talent_core.llm.trainer import ResumeMismatch, TrainConfig
 
 
 def _examples(n: int = 3) -> list[TrainingExample]:
-    c = sample_candidate()
-    qs = ["who directed [Titanic]", "who starred in [Titanic]", "when was [Titanic] released"]
-    answers = [["James Cameron"], ["Leonardo DiCaprio"], ["1997"]]
-    return [TrainingExample(question=qs[i % 3], candidate=c.model_copy(update={
-        "question": qs[i % 3]}), answers=answers[i % 3]) for i in range(n)]
+    return sample_examples(n)
 
 
 def _config(out: Path, tiny_dir: Path, **kw) -> TrainConfig:
