@@ -64,6 +64,10 @@ def env_for(data_dir: Path) -> dict[str, str]:
         TALENT_DATA_DIR=str(data_dir),
         TALENT_STORE="embedded",
         TALENT_EMBEDDING_MODEL="hash:16",
+        # the owner mode: the server ends with the loader that started it (a kill -9
+        # included), which is what the orphan check holds it to; the detached default
+        # (stopped after an idle timeout) is tested in tests/e2e/test_server_cli.py
+        TALENT_SERVER_IDLE_TIMEOUT="0",
         PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         OMP_NUM_THREADS="1",
     )
@@ -135,14 +139,18 @@ def stats(data_dir: Path, spawned: list[int]) -> dict:
 
 
 def server_processes(data_dir: Path) -> list[psutil.Process]:
-    """Live redis-server processes whose command line names `data_dir`."""
+    """Live redis-server processes of `data_dir`: the server runs IN its data dir (its
+    socket may live in a runtime dir elsewhere, so the command line need not name it)."""
     out = []
     needle = str(data_dir)
-    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+    for p in psutil.process_iter(["pid", "cmdline", "status", "cwd"]):
         cmd = p.info.get("cmdline") or []
-        if cmd and "redis-server" in cmd[0] and any(needle in c for c in cmd):
-            if p.info.get("status") != psutil.STATUS_ZOMBIE:
-                out.append(p)
+        if not cmd or "redis-server" not in cmd[0]:
+            continue
+        cwd = (p.info.get("cwd") or "").removesuffix(" (deleted)")
+        if (cwd == needle or any(needle in c for c in cmd)) and \
+                p.info.get("status") != psutil.STATUS_ZOMBIE:
+            out.append(p)
     return out
 
 
