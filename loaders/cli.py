@@ -197,6 +197,14 @@ def load(
         int | None,
         typer.Option(min=1, help="torch threads while embedding (default: cores - 1)."),
     ] = None,
+    bulk: Annotated[
+        bool | None,
+        typer.Option(
+            "--bulk/--no-bulk",
+            help="An empty embedded graph is written with FalkorDB's GRAPH.BULK (default: "
+            "TALENT_BULK_LOAD, on); --no-bulk writes every batch with MERGE statements.",
+        ),
+    ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Validate the whole input; write nothing.")
     ] = False,
@@ -236,6 +244,7 @@ def load(
             max_record_lines=max_record_lines,
             progress=progress and sys.stderr.isatty(),
             dry_run=dry_run,
+            **({} if bulk is None else {"bulk": bulk}),
         )
     except LoadError as e:
         # KG text is escaped: control characters must not reach the terminal, and a lone

@@ -181,3 +181,23 @@ def test_ask_with_a_graph_prompt_generator(use_toy, tmp_path):
     assert r.exit_code == 0 and json.loads(r.stdout)["generator"] == "graph-prompt"
     r = run("ask", "who directed Gravity", "--generator-type", "gnn")
     assert r.exit_code == 2 and "--generator-type must be" in r.output
+
+
+@pytest.mark.parametrize("flag,bulk", [([], True), (["--no-bulk"], False)])
+def test_load_bulk_flag(tmp_path, monkeypatch, flag, bulk):
+    """`talent load` writes an empty graph with GRAPH.BULK unless --no-bulk; same counts."""
+    from talent_core.config import get_settings
+
+    monkeypatch.setenv("TALENT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TALENT_STORE", "embedded")
+    get_settings.cache_clear()
+    try:
+        r = run("load", str(FIXTURES / "metaqa" / "kb.txt"), "--format", "metaqa", "--json",
+                "--no-progress", *flag)
+        assert r.exit_code == 0, r.output
+        rep = json.loads(r.stdout)
+        assert (rep["bulk_batches"] > 0) is bulk
+        assert rep["store_after"]["triples"] == 377
+    finally:
+        run("server", "stop")
+        get_settings.cache_clear()
