@@ -86,6 +86,7 @@ def run_graph_training(
 ) -> dict[str, Any]:
     """Train ``model``'s LoRA parameters and ``module`` together; returns the metrics."""
     import torch
+    from transformers import get_linear_schedule_with_warmup
 
     if not features:
         raise ValueError("no training examples left (all skipped or none given)")
@@ -121,13 +122,7 @@ def run_graph_training(
     )
     warmup = math.ceil(config.warmup_ratio * total) if config.warmup_ratio < 1 else int(
         config.warmup_ratio)
-
-    def factor(step: int) -> float:  # transformers' linear schedule with warmup
-        if step < warmup:
-            return step / max(1, warmup)
-        return max(0.0, (total - step) / max(1, total - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)  # as the Trainer
     step, history = 0, []
     resumed_from = None
     if last:

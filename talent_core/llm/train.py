@@ -15,7 +15,7 @@ import gc
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -44,13 +44,17 @@ from talent_core.models import Decode, Selection
 log = logging.getLogger(__name__)
 
 
+T = TypeVar("T")
+
+
 def build_features(
     examples: Sequence[TrainingExample],
-    make: Callable[[TrainingExample], Features],
+    make: Callable[[TrainingExample], T],
     desc: str,
     progress: bool = True,
-) -> tuple[list[Features], int]:
-    out: list[Features] = []
+) -> tuple[list[T], int]:
+    """``make`` on every example; one whose prompt cannot fit is skipped (counted, logged)."""
+    out: list[T] = []
     skipped = 0
     for ex in tqdm(examples, desc=desc, unit="ex", disable=not progress):
         try:
@@ -222,22 +226,15 @@ def _train_with_graph(model: Any, tok: Any, device: str, examples: Sequence[Trai
     embedder = embedder or get_embedder(settings.embedding_model, "cpu",
                                         settings.embed_batch_size)
 
-    def build_all(items: Sequence[TrainingExample], desc: str) -> tuple[list, list, int]:
-        feats, graphs, skipped = [], [], 0
-        for ex in tqdm(items, desc=desc, unit="ex", disable=not config.progress):
-            try:
-                f = make(ex)
-            except PromptTooLong as e:
-                skipped += 1
-                log.warning("skipped: %s", e)
-                continue
-            feats.append(f)
-            graphs.append(gp.graph_tensors(gp.prompt_graph(ex.candidate, sel_of[id(ex)]),
-                                           embedder.encode))
-        return feats, graphs, skipped
+    def with_graph(ex: TrainingExample) -> tuple[Features, Any]:
+        return make(ex), gp.graph_tensors(gp.prompt_graph(ex.candidate, sel_of[id(ex)]),
+                                          embedder.encode)
 
-    features, graphs, skipped = build_all(examples, "generator examples + graphs")
-    val_f, val_g, _ = build_all(val_examples, "validation examples + graphs")
+    pairs, skipped = build_features(examples, with_graph, "generator examples + graphs",
+                                    config.progress)
+    val, _ = build_features(val_examples, with_graph, "validation examples + graphs",
+                            config.progress)
+    features, graphs = [f for f, _ in pairs], [g for _, g in pairs]
     module = gp.build(gp.GraphPromptConfig(
         llm_hidden=int(model.config.hidden_size), in_dim=int(embedder.dimension),
         embedding_model=getattr(embedder, "model_name", settings.embedding_model),
@@ -245,7 +242,7 @@ def _train_with_graph(model: Any, tok: Any, device: str, examples: Sequence[Trai
         tokens=config.graph_tokens,
     ))
     metrics = run_graph_training(model, module, tok, device, features, graphs, config, resume,
-                                 list(zip(val_f, val_g, strict=True)), on_step)
+                                 val, on_step)
     metrics["skipped_too_long"] = skipped
     metrics["graph_parameters"] = sum(p.numel() for p in module.parameters())
     return metrics, module
