@@ -226,7 +226,7 @@ def bulk_compare(data: Path, work: Path, base: Settings, embedder, out_dir: Path
     out: dict = {"machine": machine(), "expected": expected, "settings": {
         "batch_size": base.batch_size, "embedding_model": base.embedding_model,
         "embed_batch_size": getattr(embedder, "batch_size", None),
-        "embed_threads": getattr(embedder, "threads", None)}}  # fmt: skip
+        "embed_threads": getattr(embedder, "threads", None) or "auto"}}  # fmt: skip
     if sweep:
         out["embed_batch_sweep"] = embed_batch_sweep(kb, base)
         log.warning("sweep: %s", out["embed_batch_sweep"])
@@ -356,7 +356,7 @@ def main() -> None:
         out = {"machine": machine(), "settings": {
             "batch_size": base.batch_size, "embedding_model": base.embedding_model,
             "embed_batch_size": getattr(embedder, "batch_size", None),
-            "embed_threads": getattr(embedder, "threads", None),
+            "embed_threads": getattr(embedder, "threads", None) or "auto",
             "embed_precision": args.embed_precision, "overlap": not args.no_overlap,
         }, "expected": expected, "model_load_seconds": round(model_seconds, 2)}  # fmt: skip
         if args.embed_precision != "fp32":

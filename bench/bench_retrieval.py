@@ -146,15 +146,19 @@ def main(argv=None) -> int:
     ap.add_argument("--expand-hops", type=int, default=0, help="0: the split's hop count")
     ap.add_argument("--inmemory-k", type=int, default=10, help="k of the in-memory comparison")
     ap.add_argument("--reload", action="store_true")
+    ap.add_argument("--no-cap-compare", action="store_true",
+                    help="also time the store without its hub cap (hub_scan 1e9), same run")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
 
+    from talent_core.config import Settings
     from talent_core.embedding import get_embedder
     from talent_core.retrieval import RetrievalConfig, question_encoding
     from talent_core.retrieval.relations import RelationScorer
 
-    emb = get_embedder()
+    # the product's query embedder (TALENT_QUERY_EMBEDDER; the same vectors either way)
+    emb = get_embedder(backend=Settings().query_embedder)
     import torch
 
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -208,10 +212,23 @@ def main(argv=None) -> int:
                 if timed:
                     m, msets = run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
                     add_inmemory_comparison(r, sets, m, msets, (*STAGES, "total_minus_embed"))
+                    if args.no_cap_compare:  # before/after of the hub cap, side by side
+                        nc, ncsets = run(store, qs, encs, cfg.model_copy(update={
+                            "hub_scan": 10**9}), emb, baseline=False, timed=True)
+                        r["no_hub_cap"] = {
+                            "candidate": nc["candidate"], "latency_ms": nc["latency_ms"],
+                            "identical_S_frac": float(np.mean(
+                                [a == b for a, b in zip(sets, ncsets, strict=True)])),
+                        }
                 split_res.setdefault(rule, {})[f"k={k}"] = r
                 c, b = r["candidate"], r["vector_topk_same_size"]
                 lat = r.get("latency_ms", {}).get("total", {"p50": 0.0, "p95": 0.0})
                 ratio = r.get("ratio_store_over_inmemory", {}).get("total", {})
+                if "no_hub_cap" in r:
+                    nl = r["no_hub_cap"]["latency_ms"]["total"]
+                    print(f"  without hub cap: p50={nl['p50']:.1f} p95={nl['p95']:.1f} ms "
+                          f"hit={r['no_hub_cap']['candidate']['hit']:.3f} identical S "
+                          f"{r['no_hub_cap']['identical_S_frac']:.3f}", flush=True)
                 print(
                     f"{args.dataset} {split:6s} {rule:8s} k={k:<2d} hops={expand} "
                     f"hit={c['hit']:.3f} R={c['recall']:.3f} P={c['precision']:.3f} "

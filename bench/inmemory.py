@@ -66,7 +66,13 @@ class KG:
 
 
 def fill(store, kg: KG, batch: int = 5000) -> None:
-    """Write the KG (names as ids, its vectors) into `store` through the store API."""
+    """Write the KG (names as ids, its vectors) into `store` through the store API: into an
+    empty embedded FalkorDB graph with its bulk session (GRAPH.BULK, as `talent load` does),
+    else with the MERGE statements."""
+    make = getattr(store, "bulk_session", None)
+    session = make(int(kg.node_emb.shape[1]), kg.n_nodes + 1) if make else None
+    if session is not None and _bulk_fill(session, kg):
+        return
     rows = list(zip(kg.names, kg.names, kg.node_emb.tolist(), strict=True))
     for i in range(0, len(rows), batch):
         store.upsert_entities(rows[i : i + batch])
@@ -77,6 +83,31 @@ def fill(store, kg: KG, batch: int = 5000) -> None:
     ]
     for i in range(0, len(edges), batch):
         store.upsert_triples(edges[i : i + batch])
+
+
+def _bulk_fill(session, kg: KG, nodes: int = 50_000, edges: int = 200_000) -> bool:
+    """Entities (and the relations, first) in chunks, then the edges: True when the bulk
+    session wrote everything."""
+    from tqdm.auto import tqdm
+
+    names = kg.names
+    relations = list(zip(kg.rel_names, kg.rel_emb, strict=True))
+    bar = tqdm(total=kg.n_nodes + kg.n_edges, desc="bulk fill", unit="row", mininterval=2)
+    for i in range(0, kg.n_nodes, nodes):
+        rows = [(n, n, v) for n, v in zip(names[i : i + nodes], kg.node_emb[i : i + nodes],
+                                          strict=True)]
+        if not session.write(rows, relations if i == 0 else [], []):
+            return False
+        bar.update(len(rows))
+    src, rel, dst = kg.src.tolist(), kg.rel.tolist(), kg.dst.tolist()
+    for i in range(0, kg.n_edges, edges):
+        chunk = [Edge(src=names[s], rel=kg.rel_names[r], dst=names[d]) for s, r, d in
+                 zip(src[i : i + edges], rel[i : i + edges], dst[i : i + edges], strict=True)]
+        if not session.write([], [], chunk):
+            return False
+        bar.update(len(chunk))
+    bar.close()
+    return True
 
 
 def memory_store(kg: KG) -> MemoryStore:

@@ -334,6 +334,8 @@ def _prepare(
         new_rels = [r for r in relations if r not in have_rel]
 
     t = time.perf_counter()
+    if hasattr(embedder, "overlapped"):  # BulkEmbedder: all cores when nothing runs beside it
+        embedder.overlapped = opts.overlap and not writer.bulk_active()
     if new_ids:
         vecs = embedder.encode([names[i] for i in new_ids])
         prep.entities = [(i, names[i], v) for i, v in zip(new_ids, vecs, strict=True)]

@@ -26,10 +26,12 @@ class BulkEmbedder:
       cosine to the fp32 vector close to 1; falls back to fp32 without native bf16.
     * batch_size: names are short and the model sorts each call's texts by length, so
       small batches carry no padding and run faster than large ones.
-    * threads: torch intra-op threads while embedding; default `default_threads()`: one
-      core fewer than available, so that the store's server (and the loader's writer
-      thread) keep a core while batches are embedded and written at the same time (OpenMP
-      threads that share a core with another busy process wait on each other).
+    * threads: torch intra-op threads while embedding; by default, while batches are
+      embedded and written at the same time (`overlapped`, set by the loader per batch),
+      `default_threads()`: one core fewer than available, so that the store's server (and
+      the loader's writer thread) keep a core (OpenMP threads that share a core with
+      another busy process wait on each other); when batches are written in turn (the
+      bulk path, --no-overlap) every core.
     Measured rates and precision: bench/bench_load.py -> bench/results/load_metaqa.json.
     The loader passes all new names of a batch in one call."""
 
@@ -46,7 +48,8 @@ class BulkEmbedder:
         self.dimension = base.dimension
         self.model_name = getattr(base, "model_name", "?")
         self.batch_size = batch_size or getattr(base, "batch_size", None)
-        self.threads = threads if threads is not None else default_threads()
+        self.threads = threads  # None: see `overlapped`
+        self.overlapped = True
         self.precision = precision
         if precision == "bf16" and not _cpu_bf16():
             log.warning("this CPU has no native bf16: embedding in fp32")
@@ -61,8 +64,8 @@ class BulkEmbedder:
             try:
                 if self.batch_size:
                     self.base.batch_size = self.batch_size
-                if self.threads:
-                    torch.set_num_threads(self.threads)
+                torch.set_num_threads(self.threads or (
+                    default_threads() if self.overlapped else available_cores()))
                 if self.precision == "bf16":
                     with torch.autocast("cpu", dtype=torch.bfloat16):
                         return self.base.encode(texts, progress=progress)
@@ -77,11 +80,16 @@ class BulkEmbedder:
 
 def default_threads() -> int:
     """Cores available to this process minus one (at least 1): see BulkEmbedder."""
+    return max(1, available_cores() - 1)
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, cores - 1)
+    return max(1, cores)
 
 
 def _cpu_bf16() -> bool:

@@ -1,10 +1,13 @@
-// One hop of the undirected expansion from the frontier $ids; see cypher/neo4j. FalkorDB
-// imports variables into CALL {} with WITH.
+// One hop of the undirected expansion from the frontier $ids; see cypher/neo4j (the $scan
+// hub cap is read before the key-order top $limit). FalkorDB imports variables into
+// CALL {} with WITH.
 UNWIND $ids AS fid
 MATCH (n:Entity {id: fid})
 CALL {
   WITH n
   MATCH (n)-[r:REL]-(m:Entity)
+  WITH n, r, m
+  LIMIT $scan
   WITH n, r, m, startNode(r) = n AS out
   ORDER BY m.id, r.rel, out
   LIMIT $limit

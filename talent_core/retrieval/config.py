@@ -45,6 +45,10 @@ class RetrievalConfig(BaseModel):
         "default", description="prize rule: default = relation paths, paper = G-Retriever's"
     )
     fanout: int = Field(100, ge=1, description="both rules: edges followed per node and hop")
+    hub_scan: int = Field(
+        1000, ge=1, description="both rules: edges a database store reads per node and hop "
+        "before choosing the fanout by key (a hub's cost; store/expand.py)"
+    )
     max_nodes: int = Field(3000, ge=1, description="both rules: node cap of the neighbourhood")
     max_edges: int = Field(10000, ge=1, description="both rules: edge cap of the neighbourhood")
     path_frontier: int = Field(
@@ -95,7 +99,8 @@ class RetrievalConfig(BaseModel):
 
     def caps(self) -> ExpansionCaps:
         """The neighbourhood caps handed to the store's expansion."""
-        return ExpansionCaps(fanout=self.fanout, max_nodes=self.max_nodes, max_edges=self.max_edges)
+        return ExpansionCaps(fanout=self.fanout, max_nodes=self.max_nodes,
+                             max_edges=self.max_edges, hub_scan=self.hub_scan)
 
 
 # The settings only one retriever reads (every other field is shared: seeds, hops, caps).

@@ -62,8 +62,8 @@ class OneHop:
             return Subgraph(truncated=bool(frontier))
         self.calls += 1
         # the frontier itself is already counted; the store counts it again in its cap
-        left = ExpansionCaps(
-            fanout=self.caps.fanout, max_nodes=left_nodes + len(frontier), max_edges=left_edges
+        left = self.caps.model_copy(
+            update={"max_nodes": left_nodes + len(frontier), "max_edges": left_edges}
         )
         sub = self.store.neighbourhood(frontier, 1, left)
         self.nodes.update(n.id for n in sub.nodes)

@@ -211,7 +211,8 @@ class CypherStore:
 
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
         def fetch(frontier: list[str], limit: int) -> list[Row]:
-            return self._read("neighbourhood_hop", {"ids": frontier, "limit": limit})
+            scan = max(limit, caps.hub_scan)
+            return self._read("neighbourhood_hop", {"ids": frontier, "limit": limit, "scan": scan})
 
         return expand(self.entities_by_id(seed_ids), fetch, hops, caps)
 

@@ -132,6 +132,34 @@ def status_text(st: dict) -> str:
     return line + (f"; stops {st['stops']}" if st["stops"] else "")
 
 
+class _CpuWatch:
+    """Whether a process used CPU since the previous look, sampled at most every
+    `interval` seconds (a server that loads works; a hung one does not)."""
+
+    def __init__(self, interval: float = 5.0):
+        self.interval = interval
+        self._last: tuple[int | None, float, float] = (None, 0.0, 0.0)
+        self._working = False
+
+    def working(self, pid: int | None) -> bool:
+        import psutil
+
+        if pid is None:
+            return False
+        now = time.monotonic()
+        last_pid, last_at, last_cpu = self._last
+        if last_pid == pid and now - last_at < self.interval:
+            return self._working
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except psutil.Error:
+            return False
+        used = t.user + t.system
+        self._working = last_pid == pid and used - last_cpu > 0.05 * (now - last_at)
+        self._last = (pid, now, used)
+        return self._working
+
+
 class EmbeddedServer:
     """One redis-server + FalkorDB module per data dir (see the module docstring)."""
 
@@ -467,6 +495,7 @@ class EmbeddedServer:
         self, deadline: float, proc: subprocess.Popen[bytes] | None, give_up_when_unlocked: bool
     ) -> bool:
         loading_logged = False
+        cpu = _CpuWatch()
         while True:
             if proc is not None and proc.poll() is not None:
                 raise EmbeddedServerError(
@@ -491,6 +520,14 @@ class EmbeddedServer:
                     c.close()
             if give_up_when_unlocked and self._lock_free():
                 return False
+            if cpu.working(self.pid):
+                # Busy building (FalkorDB constructs its vector indexes at start without
+                # answering: minutes for a 2M-triple graph): the time limit is for a server
+                # that neither answers nor works.
+                deadline = max(deadline, time.monotonic() + self.start_timeout)
+                if not loading_logged:
+                    log.info("embedded FalkorDB is loading its data (%s)", self.data_dir)
+                    loading_logged = True
             if time.monotonic() > deadline:
                 raise EmbeddedServerError(
                     f"embedded FalkorDB did not answer on {self.socket_path} within "

@@ -338,3 +338,29 @@ def test_compose_publishes_on_loopback_and_requires_a_password():
     assert "NEO4J_PASSWORD:?" in services["neo4j"]["environment"]["NEO4J_AUTH"]
     assert "NEO4J_PASSWORD:?" in services["app"]["environment"]["NEO4J_PASSWORD"]
     assert "reverse proxy" in text and "127.0.0.1:8501:8501" in (REPO / "Dockerfile").read_text()
+
+
+def test_a_server_that_works_without_answering_is_waited_for():
+    """FalkorDB builds its vector indexes at start without answering (minutes on a
+    2M-triple graph): a start that uses CPU is not timed out; one that idles is."""
+    import subprocess
+    import sys
+    import time
+
+    from talent_core.store.falkordb_server import _CpuWatch
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(1.5)  # past both interpreters' start-up
+        watches = {p.pid: _CpuWatch(interval=0.3) for p in (busy, idle)}
+        seen = {pid: [] for pid in watches}
+        for _ in range(4):
+            for pid, w in watches.items():
+                seen[pid].append(w.working(pid))
+            time.sleep(0.35)
+        assert any(seen[busy.pid]) and not any(seen[idle.pid])
+        assert _CpuWatch().working(None) is False
+    finally:
+        busy.kill()
+        idle.kill()

@@ -231,3 +231,31 @@ def test_neo4j_store_sends_file_statements_with_all_parameters():
     s.clear()
     s.close()
     assert len(set(drv.sent)) >= 20
+
+
+@pytest.mark.parametrize("max_edges", [20, 40, 120, 10_000])
+@pytest.mark.parametrize("max_nodes", [7, 60, 10_000])
+def test_expand_fetches_the_frontier_in_chunks_with_the_same_result(
+    monkeypatch, max_nodes, max_edges
+):
+    """The frontier is fetched in growing chunks and reading stops once max_edges is full:
+    the same subgraph as one fetch of the whole frontier, from fewer rows."""
+    import random
+
+    from talent_core.store import expand as ex
+
+    rnd = random.Random(max_nodes * 7 + max_edges)
+    triples = sorted({(f"n{rnd.randrange(90)}", rnd.choice("abc"), f"n{rnd.randrange(90)}")
+                      for _ in range(400)})  # fmt: skip
+    cap = ExpansionCaps(fanout=6, max_nodes=max_nodes, max_edges=max_edges)
+    monkeypatch.setattr(ex, "FETCH_CHUNK", 10**6)
+    whole = Fetcher(triples)
+    want = ex.expand(seeds("n1", "n2"), whole, 3, cap)
+    monkeypatch.setattr(ex, "FETCH_CHUNK", 2)
+    chunked = Fetcher(triples)
+    got = ex.expand(seeds("n1", "n2"), chunked, 3, cap)
+    assert got == want
+    asked = sum(len(f) for f, _ in chunked.calls)
+    assert asked <= sum(len(f) for f, _ in whole.calls)
+    if max_edges == 20 and max_nodes > 7:  # full early in hop 2: the rest is never read
+        assert asked < sum(len(f) for f, _ in whole.calls)

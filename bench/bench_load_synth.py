@@ -1,0 +1,138 @@
+"""Bench: a large synthetic load (default 10M triples) into a fresh embedded store, through
+`talent load`'s code path (loaders.api.load_path; bulk path, GRAPH.BULK), to see whether
+it fits this machine: time, peak RSS (loader + server), disk, and where it breaks if not.
+
+The KG comes from `bench/synthetic_kg.py` (MetaQA format; made if missing). Entity vectors
+are the TEST-ONLY hash pseudo-embeddings (384-d, MiniLM's dimension): embedding ~1.7M
+synthetic names with MiniLM would take ~50 min on 2 cores at the measured ~600 names/s and
+is added separately (`minilm_embed_estimate_s`); the store work is the same either way.
+A guard stops the load when the machine's available memory falls under `--min-free-gb`
+and records how far it got.
+
+    python bench/bench_load_synth.py [--triples 10000000] [--min-free-gb 1.5]
+
+Writes bench/results/load_synth.json. Timings are measurements, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT, ROOT / "bench", ROOT / "tests"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+import psutil
+from bench_load import RssSampler
+from benchio import load_average, write_json_atomic
+
+from loaders.api import load_path
+from loaders.options import LoadProgress
+from talent_core.config import Settings
+from talent_core.store.falkordb import FalkorDBStore
+from talent_core.store.falkordb_server import EmbeddedServer
+
+NAMES_PER_S_MINILM = 600  # bench/results/load_metaqa_bulk.json, fp32, 2 threads, quiet
+
+
+def du_mb(path: Path) -> float:
+    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--triples", type=int, default=10_000_000)
+    ap.add_argument("--kg", type=Path, default=None, help="default: .talent/bench/synth-N")
+    ap.add_argument("--work", type=Path, default=ROOT / ".talent" / "bench" / "load-synth")
+    ap.add_argument("--min-free-gb", type=float, default=1.5)
+    ap.add_argument("--keep", action="store_true", help="keep the loaded store")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "load_synth.json")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    from hash_embedder import HashEmbedder  # the TEST-ONLY pseudo-embedder
+
+    kg = args.kg or ROOT / ".talent" / "bench" / f"synth-{args.triples}"
+    kb = kg / "kb.txt"
+    out: dict = {"triples_requested": args.triples, "kb": str(kb),
+                 "load_average_before": load_average(),
+                 "memory_total_gb": round(psutil.virtual_memory().total / 2**30, 1),
+                 "disk_free_gb_before": round(shutil.disk_usage(ROOT).free / 2**30, 1)}
+    if not kb.exists():
+        import subprocess
+
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "bench" / "synthetic_kg.py"), "--triples",
+                        str(args.triples), "--out", str(kg)], check=True)  # fmt: skip
+        out["generate_seconds"] = round(time.perf_counter() - t, 1)
+    out["kb_mb"] = round(kb.stat().st_size / 2**20, 1)
+
+    EmbeddedServer.for_dir(args.work).stop()
+    shutil.rmtree(args.work, ignore_errors=True)
+    settings = Settings(data_dir=args.work, store="embedded")
+    store = FalkorDBStore(args.work, "synth")
+    embedder = HashEmbedder(384)
+    committed = {"triples": 0, "at": 0.0}
+    stop = threading.Event()
+    broke: dict = {}
+    t0 = time.perf_counter()
+
+    def on_commit(p: LoadProgress) -> None:
+        committed.update(triples=p.triples_committed, at=round(time.perf_counter() - t0, 1))
+        if stop.is_set():
+            raise MemoryError(broke["why"])
+
+    def guard() -> None:
+        while not stop.wait(1.0):
+            free = psutil.virtual_memory().available / 2**30
+            if free < args.min_free_gb:
+                broke.update(why=f"available memory {free:.2f} GB < {args.min_free_gb} GB",
+                             triples_committed=committed["triples"],
+                             seconds=round(time.perf_counter() - t0, 1))
+                stop.set()
+
+    threading.Thread(target=guard, daemon=True).start()
+    try:
+        with RssSampler(lambda: store.server.pid) as rss:
+            try:
+                rep = load_path(kb, "metaqa", store=store, embedder=embedder, settings=settings,
+                                bulk=True, progress=True, on_commit=on_commit)  # fmt: skip
+                out["report"] = rep.model_dump(mode="json")
+            except MemoryError as e:
+                out["broke"] = {**broke, "error": str(e)}
+        wall = time.perf_counter() - t0
+        stop.set()
+        out["wall_seconds"] = round(wall, 1)
+        out["peak_rss"] = rss.peak
+        if "broke" not in out:
+            st = store.stats()
+            out["counts"] = st.model_dump()
+            t = time.perf_counter()
+            store.server.stop()
+            out["stop_seconds"] = round(time.perf_counter() - t, 1)
+            out["disk_mb"] = du_mb(args.work)
+            t = time.perf_counter()
+            store.server.ensure_running()
+            out["restart_seconds"] = round(time.perf_counter() - t, 1)
+            ents = st.entities
+            out["triples_per_s_excl_embed"] = round(st.triples / wall)
+            out["minilm_embed_estimate_s"] = round(ents / NAMES_PER_S_MINILM)
+        out["load_average_after"] = load_average()
+    finally:
+        store.close()
+        EmbeddedServer.for_dir(args.work).stop()
+        if not args.keep:
+            shutil.rmtree(args.work, ignore_errors=True)
+    write_json_atomic(args.out, out)
+    print({k: v for k, v in out.items() if k != "report"})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
