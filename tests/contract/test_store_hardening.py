@@ -340,6 +340,32 @@ def test_compose_publishes_on_loopback_and_requires_a_password():
     assert "reverse proxy" in text and "127.0.0.1:8501:8501" in (REPO / "Dockerfile").read_text()
 
 
+def test_cluster_compose_keeps_the_exposure_rules_and_leaves_the_licence_to_the_user():
+    """docker-compose.cluster.yml (issue 14; not run here, no Docker): loopback-only ports,
+    no default password, the Enterprise licence not accepted on the user's behalf, the app
+    on a routing URI, and nothing of the cluster's internal ports published."""
+    yaml = pytest.importorskip("yaml")
+    text = (REPO / "docker-compose.cluster.yml").read_text()
+    services = yaml.safe_load(text)["services"]
+    servers = {k: v for k, v in services.items() if k.startswith("server")}
+    assert len(servers) == 3
+    ports = [p for svc in services.values() for p in svc.get("ports", [])]
+    assert ports and all(p.startswith("${TALENT_BIND_ADDRESS:-127.0.0.1}:") for p in ports)
+    assert not any(p.endswith((":5000", ":6000", ":7000", ":7688")) for p in ports)
+    for svc in servers.values():
+        env = svc["environment"]
+        assert svc["image"].startswith("neo4j:5.26") and svc["image"].endswith("-enterprise")
+        assert "NEO4J_PASSWORD:?" in env["NEO4J_AUTH"]
+        lic = env["NEO4J_ACCEPT_LICENSE_AGREEMENT"]
+        assert lic.startswith("${NEO4J_ACCEPT_LICENSE_AGREEMENT:?"), lic  # no default value
+        assert env["NEO4J_initial_server_mode__constraint"] == "PRIMARY"
+        assert "healthcheck" in svc
+    app = services["app"]["environment"]
+    assert "NEO4J_PASSWORD:?" in app["NEO4J_PASSWORD"]
+    assert app["NEO4J_URI"].startswith("neo4j://")
+    assert "NOT RUN HERE" in text and "reverse proxy" in text
+
+
 def test_a_server_that_works_without_answering_is_waited_for():
     """FalkorDB builds its vector indexes at start without answering (minutes on a
     2M-triple graph): a start that uses CPU is not timed out; one that idles is."""
