@@ -6,10 +6,11 @@ The KG comes from `bench/synthetic_kg.py` (MetaQA format; made if missing). Enti
 are the TEST-ONLY hash pseudo-embeddings (384-d, MiniLM's dimension): embedding ~1.7M
 synthetic names with MiniLM would take ~50 min on 2 cores at the measured ~600 names/s and
 is added separately (`minilm_embed_estimate_s`); the store work is the same either way.
-A guard stops the load when the machine's available memory falls under `--min-free-gb`
-and records how far it got.
+A guard stops the load when the machine's available memory falls under `--min-free-gb`,
+or after `--max-minutes`, and records how far it got; `timeline` samples committed triples,
+RSS and disk every ~30 s (the rate at which it slows is where a larger load breaks).
 
-    python bench/bench_load_synth.py [--triples 10000000] [--min-free-gb 1.5]
+    python bench/bench_load_synth.py [--triples 10000000] [--min-free-gb 1.5] [--max-minutes 45]
 
 Writes bench/results/load_synth.json. Timings are measurements, never assertions.
 """
@@ -52,6 +53,7 @@ def main(argv=None) -> int:
     ap.add_argument("--kg", type=Path, default=None, help="default: .talent/bench/synth-N")
     ap.add_argument("--work", type=Path, default=ROOT / ".talent" / "bench" / "load-synth")
     ap.add_argument("--min-free-gb", type=float, default=1.5)
+    ap.add_argument("--max-minutes", type=float, default=0.0, help="0: no time limit")
     ap.add_argument("--keep", action="store_true", help="keep the loaded store")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "load_synth.json")
     args = ap.parse_args(argv)
@@ -83,20 +85,37 @@ def main(argv=None) -> int:
     broke: dict = {}
     t0 = time.perf_counter()
 
+    timeline: list[dict] = []
+
     def on_commit(p: LoadProgress) -> None:
         committed.update(triples=p.triples_committed, at=round(time.perf_counter() - t0, 1))
         if stop.is_set():
             raise MemoryError(broke["why"])
 
+    def sample() -> None:
+        timeline.append({"s": round(time.perf_counter() - t0), "triples": committed["triples"],
+                         "rss_mb": dict(rss.peak) if rss else None,
+                         "disk_mb": du_mb(args.work)})  # fmt: skip
+
     def guard() -> None:
+        last = time.perf_counter()
         while not stop.wait(1.0):
             free = psutil.virtual_memory().available / 2**30
+            elapsed = time.perf_counter() - t0
+            why = None
             if free < args.min_free_gb:
-                broke.update(why=f"available memory {free:.2f} GB < {args.min_free_gb} GB",
-                             triples_committed=committed["triples"],
-                             seconds=round(time.perf_counter() - t0, 1))
+                why = f"available memory {free:.2f} GB < {args.min_free_gb} GB"
+            elif args.max_minutes and elapsed > 60 * args.max_minutes:
+                why = f"time limit: {args.max_minutes:g} min"
+            if time.perf_counter() - last >= 30:
+                sample()
+                last = time.perf_counter()
+            if why:
+                broke.update(why=why, triples_committed=committed["triples"],
+                             seconds=round(elapsed, 1))  # fmt: skip
                 stop.set()
 
+    rss = None
     threading.Thread(target=guard, daemon=True).start()
     try:
         with RssSampler(lambda: store.server.pid) as rss:
@@ -104,10 +123,15 @@ def main(argv=None) -> int:
                 rep = load_path(kb, "metaqa", store=store, embedder=embedder, settings=settings,
                                 bulk=True, progress=True, on_commit=on_commit)  # fmt: skip
                 out["report"] = rep.model_dump(mode="json")
-            except MemoryError as e:
+            except Exception as e:  # the guard's stop (maybe wrapped by the loader)
+                if not broke:
+                    raise
                 out["broke"] = {**broke, "error": str(e)}
+            out["disk_mb_at_stop"] = du_mb(args.work)
         wall = time.perf_counter() - t0
         stop.set()
+        sample()
+        out["timeline"] = timeline
         out["wall_seconds"] = round(wall, 1)
         out["peak_rss"] = rss.peak
         if "broke" not in out:

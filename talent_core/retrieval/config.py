@@ -46,7 +46,7 @@ class RetrievalConfig(BaseModel):
     )
     fanout: int = Field(100, ge=1, description="both rules: edges followed per node and hop")
     hub_scan: int = Field(
-        1000, ge=1, description="both rules: edges a database store reads per node and hop "
+        500, ge=1, description="both rules: edges a database store reads per node and hop "
         "before choosing the fanout by key (a hub's cost; store/expand.py)"
     )
     max_nodes: int = Field(3000, ge=1, description="both rules: node cap of the neighbourhood")

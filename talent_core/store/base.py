@@ -47,7 +47,7 @@ class ExpansionCaps(BaseModel):
     max_nodes: int = Field(ge=1, description="total node cap")
     max_edges: int = Field(ge=0, description="total edge cap")
     hub_scan: int = Field(
-        1000, ge=1, description="incident edges a database store reads per node and hop "
+        500, ge=1, description="incident edges a database store reads per node and hop "
         "before its key order applies (at least fanout + 1): a hub costs this many rows, not "
         "a sort of all its edges; the in-memory reference sorts all"
     )
