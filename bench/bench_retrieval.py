@@ -26,24 +26,15 @@ import argparse
 import json
 import logging
 import os
-import sys
 import time
 from pathlib import Path
 
-# One BLAS/OpenMP thread: on a shared 2-core machine two spinning thread pools (torch for
-# the question embedding, numpy for in-memory vector search) stall each other; measured
-# here at load ~10: MiniLM question embedding p50 686 ms with 2 threads, 85 ms with 1.
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+from benchio import retrieval_bench_setup
 
-import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+ROOT = retrieval_bench_setup()  # one BLAS thread, before numpy; repository on sys.path
 
 import inmemory as im
+import numpy as np
 
 from talent_core.metrics import macro_average, retrieval_scores
 from talent_core.questions import FORMAT_STOPWORDS

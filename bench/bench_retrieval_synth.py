@@ -26,18 +26,13 @@ import sys
 import time
 from pathlib import Path
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
-    os.environ.setdefault(_v, "1")
+from benchio import retrieval_bench_setup
 
-import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+ROOT = retrieval_bench_setup()  # one BLAS thread, before numpy; repository on sys.path
 
 import bench_retrieval as br
 import inmemory as im
+import numpy as np
 
 from talent_core.questions import FORMAT_STOPWORDS, QARecord, read_questions
 

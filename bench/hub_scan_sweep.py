@@ -11,17 +11,12 @@ Writes bench/results/hub_scan_sweep.json. Timings are measurements, never assert
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
-    os.environ.setdefault(_v, "1")
+from benchio import retrieval_bench_setup
 
-ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+ROOT = retrieval_bench_setup()  # one BLAS thread, before numpy; repository on sys.path
+
 
 import bench_retrieval as br
 import bench_retrieval_synth as bs
