@@ -324,7 +324,7 @@ def main() -> None:
     ap.add_argument("--no-embed-run", action="store_true",
                     help="also load with the hash pseudo-embedder (store + loader rate)")
     ap.add_argument("--skip-webqsp", action="store_true")
-    ap.add_argument("--embed-threads", type=int, default=None, help="default: cores - 1")
+    ap.add_argument("--embed-threads", type=int, default=None, help="default: loaders/README")
     ap.add_argument("--embed-precision", choices=["fp32", "bf16"], default="fp32")
     ap.add_argument("--no-overlap", action="store_true", help="write and embed in turn")
     ap.add_argument("--out", type=Path, default=RESULTS)

@@ -195,7 +195,8 @@ def load(
     ] = Precision.fp32,
     embed_threads: Annotated[
         int | None,
-        typer.Option(min=1, help="torch threads while embedding (default: cores - 1)."),
+        typer.Option(min=1, help="torch threads while embedding (default: cores - 1 while "
+                     "batches overlap the writes, every core on the bulk path)."),
     ] = None,
     bulk: Annotated[
         bool | None,
