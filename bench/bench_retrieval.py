@@ -110,13 +110,41 @@ def run(store, questions, encodings, cfg, embedder, *, baseline: bool, timed: bo
     return out, node_sets
 
 
+UNCAPPED = 10**9  # hub_scan that reads every incident edge (the store before the hub cap)
+
+
+def identical_frac(sets: list, other: list) -> float:
+    """Fraction of questions whose S (node-id sets) is the same in both runs."""
+    return float(np.mean([a == b for a, b in zip(sets, other, strict=True)]))
+
+
+def add_no_cap_flag(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--no-cap-compare", action="store_true",
+                    help="also time the store without its hub cap (every edge read), same run")
+
+
+def add_no_cap_comparison(r: dict, sets: list, store, questions, encodings, cfg, embedder
+                          ) -> None:
+    """Put the same questions through the store without its hub cap beside the run `r`
+    (before/after of the cap, one run): scores, latencies, the fraction with identical S;
+    prints its line."""
+    nc, ncsets = run(store, questions, encodings, cfg.model_copy(update={"hub_scan": UNCAPPED}),
+                     embedder, baseline=False, timed=True)  # fmt: skip
+    r["no_hub_cap"] = {"candidate": nc["candidate"], "latency_ms": nc["latency_ms"],
+                       "identical_S_frac": identical_frac(sets, ncsets)}  # fmt: skip
+    nl = nc["latency_ms"]["total"]
+    print(f"  without hub cap: p50={nl['p50']:.1f} p95={nl['p95']:.1f} ms "
+          f"hit={nc['candidate']['hit']:.3f} identical S "
+          f"{r['no_hub_cap']['identical_S_frac']:.3f}", flush=True)
+
+
 def add_inmemory_comparison(r: dict, sets: list, m: dict, msets: list, stages) -> None:
     """Put the in-memory run `m` beside the store run `r`: its scores and latencies, the
     fraction of questions with the identical S, and store/in-memory latency ratios."""
     r["inmemory"] = {
         "candidate": m["candidate"],
         "latency_ms": m["latency_ms"],
-        "identical_S_frac": float(np.mean([a == b for a, b in zip(sets, msets, strict=True)])),
+        "identical_S_frac": identical_frac(sets, msets),
     }
     r["ratio_store_over_inmemory"] = {
         s: {
@@ -137,8 +165,7 @@ def main(argv=None) -> int:
     ap.add_argument("--expand-hops", type=int, default=0, help="0: the split's hop count")
     ap.add_argument("--inmemory-k", type=int, default=10, help="k of the in-memory comparison")
     ap.add_argument("--reload", action="store_true")
-    ap.add_argument("--no-cap-compare", action="store_true",
-                    help="also time the store without its hub cap (hub_scan 1e9), same run")
+    add_no_cap_flag(ap)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
@@ -203,23 +230,12 @@ def main(argv=None) -> int:
                 if timed:
                     m, msets = run(mem, qs, encs, cfg, emb, baseline=False, timed=True)
                     add_inmemory_comparison(r, sets, m, msets, (*STAGES, "total_minus_embed"))
-                    if args.no_cap_compare:  # before/after of the hub cap, side by side
-                        nc, ncsets = run(store, qs, encs, cfg.model_copy(update={
-                            "hub_scan": 10**9}), emb, baseline=False, timed=True)
-                        r["no_hub_cap"] = {
-                            "candidate": nc["candidate"], "latency_ms": nc["latency_ms"],
-                            "identical_S_frac": float(np.mean(
-                                [a == b for a, b in zip(sets, ncsets, strict=True)])),
-                        }
+                    if args.no_cap_compare:
+                        add_no_cap_comparison(r, sets, store, qs, encs, cfg, emb)
                 split_res.setdefault(rule, {})[f"k={k}"] = r
                 c, b = r["candidate"], r["vector_topk_same_size"]
                 lat = r.get("latency_ms", {}).get("total", {"p50": 0.0, "p95": 0.0})
                 ratio = r.get("ratio_store_over_inmemory", {}).get("total", {})
-                if "no_hub_cap" in r:
-                    nl = r["no_hub_cap"]["latency_ms"]["total"]
-                    print(f"  without hub cap: p50={nl['p50']:.1f} p95={nl['p95']:.1f} ms "
-                          f"hit={r['no_hub_cap']['candidate']['hit']:.3f} identical S "
-                          f"{r['no_hub_cap']['identical_S_frac']:.3f}", flush=True)
                 print(
                     f"{args.dataset} {split:6s} {rule:8s} k={k:<2d} hops={expand} "
                     f"hit={c['hit']:.3f} R={c['recall']:.3f} P={c['precision']:.3f} "

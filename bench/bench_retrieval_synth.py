@@ -76,8 +76,7 @@ def main(argv=None) -> int:
     ap.add_argument("--prizes", nargs="*", default=["default", "paper"])
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--reload", action="store_true")
-    ap.add_argument("--no-cap-compare", action="store_true",
-                    help="also time the store without its hub cap (hub_scan 1e9), same run")
+    br.add_no_cap_flag(ap)
     ap.add_argument("--out", type=Path, default=br.RESULTS / "retrieval_synth.json")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -135,16 +134,7 @@ def main(argv=None) -> int:
             r["load_avg_1m"] = round((la + os.getloadavg()[0]) / 2, 2)
             br.add_inmemory_comparison(r, sets, m, msets, br.STAGES)
             if args.no_cap_compare:
-                nc, ncsets = br.run(store, qs, encs, cfg.model_copy(update={"hub_scan": 10**9}),
-                                    emb, baseline=False, timed=True)
-                r["no_hub_cap"] = {
-                    "candidate": nc["candidate"], "latency_ms": nc["latency_ms"],
-                    "identical_S_frac": float(np.mean(
-                        [a == b for a, b in zip(sets, ncsets, strict=True)])),
-                }
-                nl = nc["latency_ms"]["total"]
-                print(f"  without hub cap: p50={nl['p50']:.1f} p95={nl['p95']:.1f} ms "
-                      f"identical S {r['no_hub_cap']['identical_S_frac']:.2f}", flush=True)
+                br.add_no_cap_comparison(r, sets, store, qs, encs, cfg, emb)
             results.setdefault("splits", {}).setdefault(f"{hop}-hop", {})[rule] = r
             lat, mlat = r["latency_ms"]["total"], m["latency_ms"]["total"]
             print(

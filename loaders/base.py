@@ -335,7 +335,7 @@ def _prepare(
 
     t = time.perf_counter()
     if hasattr(embedder, "overlapped"):  # BulkEmbedder: all cores when nothing runs beside it
-        embedder.overlapped = opts.overlap and not writer.bulk_active()
+        embedder.overlapped = writer.overlapping()
     if new_ids:
         vecs = embedder.encode([names[i] for i in new_ids])
         prep.entities = [(i, names[i], v) for i, v in zip(new_ids, vecs, strict=True)]

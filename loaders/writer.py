@@ -123,10 +123,7 @@ class Writer:
         self.wait()
         self.inflight_entities = {e[0] for e in prep.entities}
         self.inflight_relations = {r[0] for r in prep.relations}
-        # GRAPH.BULK runs on the server's main thread: a query of the next batch's
-        # preparation running beside it hung the server in CI (a FalkorDB lock-order
-        # deadlock, we believe), so bulk batches are written without overlap
-        if self.opts.overlap and not self.bulk_active():
+        if self.overlapping():
             self._pending = self._pool.submit(self._write, prep)
         else:
             self._write(prep)
@@ -142,6 +139,13 @@ class Writer:
 
     def bulk_active(self) -> bool:
         return self.bulk is not None and self.bulk.active
+
+    def overlapping(self) -> bool:
+        """Whether the next batch is written while the one after it is prepared. Bulk
+        batches are not: GRAPH.BULK runs on the server's main thread, and a query of the
+        next batch's preparation running beside it hung the server in CI (a FalkorDB
+        lock-order deadlock, we believe)."""
+        return self.opts.overlap and not self.bulk_active()
 
     def _write(self, prep: Prepared) -> None:
         r = self.report

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from talent_core.store.base import HUB_SCAN, ExpansionCaps
 from talent_core.store.base import MAX_HOPS as STORE_MAX_HOPS
-from talent_core.store.base import ExpansionCaps
 
 PrizeRule = Literal["default", "paper"]
 Method = Literal["pcst", "subgraphrag", "grag", "vector"]
@@ -46,7 +46,7 @@ class RetrievalConfig(BaseModel):
     )
     fanout: int = Field(100, ge=1, description="both rules: edges followed per node and hop")
     hub_scan: int = Field(
-        500, ge=1, description="both rules: edges a database store reads per node and hop "
+        HUB_SCAN, ge=1, description="both rules: edges a database store reads per node and hop "
         "before choosing the fanout by key (a hub's cost; store/expand.py)"
     )
     max_nodes: int = Field(3000, ge=1, description="both rules: node cap of the neighbourhood")

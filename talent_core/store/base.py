@@ -38,6 +38,9 @@ def check_hops(hops: int, least: int = 0) -> int:
     return int(hops)
 
 
+HUB_SCAN = 500  # default hub cap (bench/results/hub_scan_sweep.json)
+
+
 class ExpansionCaps(BaseModel):
     """Caps of one neighbourhood expansion (`RetrievalConfig.caps()` builds them)."""
 
@@ -47,7 +50,7 @@ class ExpansionCaps(BaseModel):
     max_nodes: int = Field(ge=1, description="total node cap")
     max_edges: int = Field(ge=0, description="total edge cap")
     hub_scan: int = Field(
-        500, ge=1, description="incident edges a database store reads per node and hop "
+        HUB_SCAN, ge=1, description="incident edges a database store reads per node and hop "
         "before its key order applies (at least fanout + 1): a hub costs this many rows, not "
         "a sort of all its edges; the in-memory reference sorts all"
     )

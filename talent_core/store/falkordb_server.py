@@ -496,6 +496,17 @@ class EmbeddedServer:
     ) -> bool:
         loading_logged = False
         cpu = _CpuWatch()
+
+        def loading() -> float:
+            """The server is loading (answering "busy", or working without answering: it
+            builds its vector indexes, minutes for a 2M-triple graph): that is progress; the
+            time limit is for a server that neither answers nor works. The new deadline."""
+            nonlocal loading_logged
+            if not loading_logged:
+                log.info("embedded FalkorDB is loading its data (%s)", self.data_dir)
+                loading_logged = True
+            return time.monotonic() + self.start_timeout
+
         while True:
             if proc is not None and proc.poll() is not None:
                 raise EmbeddedServerError(
@@ -508,12 +519,7 @@ class EmbeddedServer:
                     if c.ping():
                         return True
                 except redis.BusyLoadingError:
-                    # Loading is progress (a large graph rebuilds its vector indexes): the
-                    # time limit is for a server that does not answer at all.
-                    deadline = time.monotonic() + self.start_timeout
-                    if not loading_logged:
-                        log.info("embedded FalkorDB is loading its data (%s)", self.data_dir)
-                        loading_logged = True
+                    deadline = loading()
                 except (redis.ConnectionError, redis.TimeoutError, OSError):
                     pass
                 finally:
@@ -521,13 +527,7 @@ class EmbeddedServer:
             if give_up_when_unlocked and self._lock_free():
                 return False
             if cpu.working(self.pid):
-                # Busy building (FalkorDB constructs its vector indexes at start without
-                # answering: minutes for a 2M-triple graph): the time limit is for a server
-                # that neither answers nor works.
-                deadline = max(deadline, time.monotonic() + self.start_timeout)
-                if not loading_logged:
-                    log.info("embedded FalkorDB is loading its data (%s)", self.data_dir)
-                    loading_logged = True
+                deadline = loading()
             if time.monotonic() > deadline:
                 raise EmbeddedServerError(
                     f"embedded FalkorDB did not answer on {self.socket_path} within "

@@ -40,11 +40,18 @@ def _permuted(graph: gp.GraphInput, perm: list[int]) -> gp.GraphInput:
     return gp.GraphInput(nodes, edges)
 
 
-def test_prompt_graph_is_the_eq14_context() -> None:
+
+def cameron_selected(out_of_candidate: str):
+    """The sample candidate S, its nodes by name, and a selection of James Cameron plus one
+    ungrounded name outside S."""
     c = sample_candidate()
     by_name = {n.name: n for n in c.nodes}
     sel = Selection(names=["james cameron"], selected=[by_name["James Cameron"]],
-                    out_of_candidate=[OutOfCandidate(name="Avatar", grounded=False)])
+                    out_of_candidate=[OutOfCandidate(name=out_of_candidate, grounded=False)])
+    return c, by_name, sel
+
+def test_prompt_graph_is_the_eq14_context() -> None:
+    c, by_name, sel = cameron_selected(out_of_candidate="Avatar")
     g = gp.prompt_graph(c, sel)
     names = [n.lower() for n in g.nodes]
     # the selected node, the other end of its edges, the out-of-S name as an isolated node
@@ -166,10 +173,7 @@ def test_graph_prompt_generator_trains_resumes_and_answers(tiny_dir, settings, t
 
 def test_features_come_from_the_store_where_it_has_them() -> None:
     """KG nodes and relations take the stored vectors; a name outside the KG is embedded."""
-    c = sample_candidate()
-    by_name = {n.name: n for n in c.nodes}
-    sel = Selection(names=["james cameron"], selected=[by_name["James Cameron"]],
-                    out_of_candidate=[OutOfCandidate(name="Aliens", grounded=False)])
+    c, by_name, sel = cameron_selected(out_of_candidate="Aliens")
     graph = gp.prompt_graph(c, sel)
     assert graph.ids[graph.nodes.index("James Cameron")] == by_name["James Cameron"].id
     assert graph.ids[graph.nodes.index("aliens")] is None
