@@ -55,3 +55,19 @@ def load_average() -> dict:
         ).stdout.strip()
     out["cpu_count"] = os.cpu_count()
     return out
+
+
+def paired_difference(a: list[float], b: list[float], seed: int = 0, rounds: int = 2000
+                      ) -> dict:
+    """Mean of ``a - b`` over paired per-question scores with a bootstrap 95 % interval
+    (questions resampled with replacement), and the questions each side wins."""
+    import numpy as np
+
+    if len(a) != len(b) or not a:
+        raise ValueError(f"need two equally long, non-empty score lists ({len(a)}, {len(b)})")
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    boot = np.random.default_rng(seed).choice(d, size=(rounds, len(d))).mean(axis=1)
+    return {"n": len(d), "diff": round(float(d.mean()), 4),
+            "ci95": [round(float(np.quantile(boot, 0.025)), 4),
+                     round(float(np.quantile(boot, 0.975)), 4)],
+            "wins": int((d > 0).sum()), "losses": int((d < 0).sum())}

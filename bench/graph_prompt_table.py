@@ -16,8 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-import numpy as np  # noqa: E402
-from benchio import write_json_atomic  # noqa: E402
+from benchio import paired_difference, write_json_atomic  # noqa: E402
 
 
 def training(adapter: Path) -> dict:
@@ -55,19 +54,14 @@ def main() -> None:
                 if name in row:
                     hits.setdefault(name, {})[row["i"]] = row[name]["hit1"]
     # paired difference to the text generator at the same text budget (bootstrap 95 % CI)
-    rng = np.random.default_rng(0)
     for name, v in merged["variants"].items():
         peer = next((p for p, w in merged["variants"].items() if w["type"] == "text"
                      and w["text_budget"] == v["text_budget"] and p != "shipped"), None)
         if peer is None or peer == name:
             continue
         ids = sorted(set(hits[name]) & set(hits[peer]))
-        d = np.array([hits[name][i] - hits[peer][i] for i in ids])
-        boot = rng.choice(d, size=(2000, len(d))).mean(axis=1)
-        v["vs_text"] = {"peer": peer, "n": len(d), "diff": round(float(d.mean()), 4),
-                        "ci95": [round(float(np.quantile(boot, 0.025)), 4),
-                                 round(float(np.quantile(boot, 0.975)), 4)],
-                        "wins": int((d > 0).sum()), "losses": int((d < 0).sum())}
+        v["vs_text"] = {"peer": peer, **paired_difference([hits[name][i] for i in ids],
+                                                          [hits[peer][i] for i in ids])}
     write_json_atomic(args.out, merged)
     lines = ["| generator | type | text budget | QA Hit@1 | by hop | generator ms (GNN ms) | "
              "prompt tokens | train s/step | peak RSS GB | val loss | vs text (95 % CI) |",

@@ -27,6 +27,8 @@ TRAIN_OPTS=(--lr 4e-4 --epochs 1 --grad-accum 4 --lora-targets all-linear
 # names in the edge rows ("named": +20 points of Hit@1 over "compact" on 90 test questions)
 RETRIEVER_STYLE=${RETRIEVER_STYLE:-compact}
 GENERATOR_STYLE=${GENERATOR_STYLE:-named}
+# the generator's ranking loss beside eq. 15 (0: SFT alone, the paper)
+RANK_WEIGHT=${RANK_WEIGHT:-0}  # 10 measured: no gain (bench/results/llm_rank_loss.json)
 talent() { python -m talent_core "$@"; }
 want() { [[ $STAGES == all || ,$STAGES, == *,$1,* ]]; }
 mkdir -p "$EXP" "$RUNS"
@@ -63,6 +65,7 @@ if want generator; then
   /usr/bin/time -v python -m talent_core train generator "$EXP/${GEN_TRAIN:-train1k}_h3.jsonl" \
     --val "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" --retriever-decode ranked \
     -o "$RUNS/metaqa-generator" "${TRAIN_OPTS[@]}" --prompt-style "$GENERATOR_STYLE" \
+    --rank-weight "$RANK_WEIGHT" \
     2> "$RUNS/generator.log"
 fi
 if want tune2; then

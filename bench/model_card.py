@@ -104,19 +104,22 @@ def card(metas: dict[str, Any], results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def install(runs: Path) -> Path:
-    """Copy the trained adapters into the package, LoRA weights as float16 (half the
-    size; evaluate the installed copies, which is what users run)."""
+def install(runs: Path, generator: Path | None = None) -> Path:
+    """Copy the trained adapters (``runs/metaqa-{retriever,generator}``, or ``generator``)
+    into the package, LoRA weights as float16 (half the size; evaluate the installed
+    copies, which is what users run)."""
     from safetensors.torch import load_file, save_file
 
-    metas = {role: read_meta(runs / f"metaqa-{role}") for role in ("retriever", "generator")}
+    dirs = {"retriever": runs / "metaqa-retriever",
+            "generator": generator or runs / "metaqa-generator"}
+    metas = {role: read_meta(d) for role, d in dirs.items()}
     dest = bundled_adapters_dir(metas["retriever"].base_model)
     for role in metas:
         out = dest / role
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         for name in KEEP:
-            src = runs / f"metaqa-{role}" / name
+            src = dirs[role] / name
             if name.endswith(".safetensors"):
                 weights = {k: v.half().contiguous() for k, v in load_file(str(src)).items()}
                 save_file(weights, str(out / name), metadata={"format": "pt"})
@@ -130,10 +133,12 @@ def main() -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--results", type=Path, default=Path("bench/results/llm_metaqa.json"))
     ap.add_argument("--install", action="store_true", help="copy the adapters into the package")
+    ap.add_argument("--generator", type=Path, default=None,
+                    help="the generator adapter to install (default RUNS/metaqa-generator)")
     ap.add_argument("--card", action="store_true", help="write MODEL_CARD.md")
     args = ap.parse_args()
     if args.install:
-        print(f"adapters installed in {install(args.runs)}")
+        print(f"adapters installed in {install(args.runs, args.generator)}")
     if args.card:
         metas = {role: read_meta(bundled_adapters_dir("smollm2") / role)
                  for role in ("retriever", "generator")}

@@ -71,6 +71,9 @@ TRAIN_HELP = {
     "lam": "weak-positive weight lambda (paper: 0.001 WebQSP, 0.01 CWQ/ExplaGraphs)",
     "eos_weight": "weight of the EOS token ending the target line (teaches where the list "
                   "stops; 0 = eq. 13 literally)",
+    "rank_weight": "generator: weight of the ranking loss (softmax over the context's names "
+                   "scored as ranked decoding scores them; -log of the gold names' share) "
+                   "beside eq. 15's SFT loss; 0: eq. 15 alone (the paper)",
     "include_endpoints": "also list the other endpoint of each context edge as a node",
     "text_budget": "at most this many tokens of graph rows in the prompt (default: all that "
                    "fit; 0: none, the graph-prompt-only ablation); recorded in the adapter",
@@ -82,7 +85,7 @@ TRAIN_HELP = {
     "graph_heads": "graph prompt: attention heads per layer",
     "graph_tokens": "graph prompt: soft tokens prepended",
 }
-GENERATOR_FIELDS = ("include_endpoints", "text_budget", "graph_prompt", "graph_lr",
+GENERATOR_FIELDS = ("rank_weight", "include_endpoints", "text_budget", "graph_prompt", "graph_lr",
                     "graph_layers", "graph_hidden", "graph_heads", "graph_tokens")
 SHARED_TRAIN_FIELDS = [k for k in TRAIN_HELP
                        if k not in ("lam", "eos_weight", *GENERATOR_FIELDS)]

@@ -24,6 +24,7 @@ from talent_core.llm.context import (
     truncated_candidate_view,
 )
 from talent_core.llm.loss import align_weights
+from talent_core.llm.parsing import answer_key
 from talent_core.llm.prompts import (
     PromptStyle,
     Rendered,
@@ -31,6 +32,7 @@ from talent_core.llm.prompts import (
     generator_prompt,
     retriever_prompt,
 )
+from talent_core.llm.ranking import scoring_inputs
 from talent_core.llm.targets import TargetLine, generator_target, retriever_target
 from talent_core.models import Candidate, Selection
 
@@ -39,6 +41,24 @@ log = logging.getLogger(__name__)
 
 class PromptTooLong(ValueError):
     """Even with every graph row dropped, the prompt (and target) exceeds the budget."""
+
+
+@dataclass(frozen=True)
+class RankFeatures:
+    """The ranking loss's inputs (`loss.sft_and_rank_loss`), tokenised as ranked decoding
+    tokenises them (`ranking.scoring_inputs`): the context's node names and which are gold.
+    ``head_len``: the prompt's length in tokens; ``shared``: the prompt's ids are a prefix of
+    the training sequence, so one pass serves both losses."""
+
+    head_ids: list[int]
+    continuations: list[list[int]]
+    gold: list[bool]
+    end_ids: list[int]
+    shared: bool
+
+    @property
+    def head_len(self) -> int:
+        return len(self.head_ids)
 
 
 @dataclass
@@ -51,6 +71,7 @@ class Features:
     weak: int = 0  # |W|
     dropped_nodes: int = 0
     dropped_edges: int = 0
+    rank: RankFeatures | None = None  # generator: what its ranking loss scores
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -223,8 +244,11 @@ def generator_features(
     eos_weight: float = 1.0,
     style: PromptStyle = "paper",
     text_budget: int | None = None,
+    rank: bool = False,
 ) -> Features:
-    """Eq. 15 for one example: weight 1 on every answer token (and EOS), 0 on the prompt."""
+    """Eq. 15 for one example: weight 1 on every answer token (and EOS), 0 on the prompt.
+    ``rank``: also the inputs of the ranking loss (`RankFeatures`), the context's node names
+    scored after the prompt exactly as ranked decoding scores them."""
     target = generator_target(answers)
     rendered, view = fit_generator_view(
         tokenizer, question, candidate, selection, max_length, task, model_name,
@@ -234,8 +258,21 @@ def generator_features(
     ids, weights, n_prompt = encode_weighted(
         tokenizer, rendered, target, 1.0, eos_weight, whole_target=True
     )
+    ranked = _rank_features(tokenizer, rendered, view, answers, ids) if rank else None
     return Features(ids, weights, n_prompt, target.text, len(target.spans), 0,
-                    view.dropped_nodes, view.dropped_edges)
+                    view.dropped_nodes, view.dropped_edges, ranked)
+
+
+def _rank_features(tokenizer: Any, rendered: Rendered, view: GraphView,
+                   answers: Sequence[str], ids: Sequence[int]) -> RankFeatures:
+    inputs = scoring_inputs(tokenizer, rendered.prompt + rendered.answer_prefix,
+                            [n for _, n in view.nodes])
+    gold_keys = {answer_key(a) for a in answers} - {""}
+    head = inputs.prompt_ids
+    shared = list(ids[: len(head)]) == head and len(ids) > len(head)
+    return RankFeatures(head, inputs.continuations,
+                        [answer_key(n) in gold_keys for n in inputs.names], inputs.end_ids,
+                        shared)
 
 
 def retriever_inference_prompt(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from talent_core.config import Settings, get_settings
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base, read_meta
 from talent_core.llm.prompts import PromptStyle, Task
-from talent_core.llm.ranking import Scored, score_continuations, select_top
+from talent_core.llm.ranking import Scored, score_continuations, scoring_inputs, select_top
 
 if TYPE_CHECKING:
     from talent_core.llm.generator import GeneratorModel
@@ -109,20 +109,16 @@ class LoadedLM:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
         (`ranking.score_continuations`; the prompt is encoded once); ``prefix``: soft tokens
         (P, H) in front of the prompt (`graph_prompt`)."""
-        tok = self.tokenizer
-        unique = list(dict.fromkeys(n for n in names if n))
-        if not unique:
+        import torch
+
+        inputs = scoring_inputs(self.tokenizer, prompt, names)
+        if not inputs.names:
             return []
-        ids = tok(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
-        conts = [tok(n, add_special_tokens=False)["input_ids"] for n in unique]
-        sep = tok("|", add_special_tokens=False)["input_ids"]
-        ends = [i for i in {tok.eos_token_id, sep[0] if len(sep) == 1 else None}
-                if i is not None]
-        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         with self.using(adapter) as model:
-            scores = score_continuations(model, ids.to(model.device), conts, ends, pad,
+            ids = torch.tensor([inputs.prompt_ids], device=model.device)
+            scores = score_continuations(model, ids, inputs.continuations, inputs.end_ids,
                                          prefix=prefix)
-        return [Scored(n, sc) for n, sc in zip(unique, scores, strict=True)]
+        return [Scored(n, sc) for n, sc in zip(inputs.names, scores, strict=True)]
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
                  prefix: Any = None) -> Generation:

@@ -16,6 +16,18 @@ with weight 1.0 every output ended with EOS after its line (0/20 hit max_new_tok
 with weight ~0 (lambda) 10/20 ran on past the line ("debtocracy\n\nWhat is the answer
 ...") to the token limit, 3.8x the decoding time. Output size after parsing was 1.0 name
 in both; the frozen base model named 0.8 names (11/20 truncated).
+
+Ranking loss (generator; beyond the paper, ``TrainConfig.rank_weight``, 0 = eq. 15 alone).
+Ranked decoding picks the answer by each context name's log-likelihood as the first item of
+the output (`ranking`). Eq. 15 trains that only for the first gold name of the target line
+and never pushes a wrong name down, so ``rank_weight`` adds, per example,
+
+    L_rank = logsumexp_{c in C} s_c - logsumexp_{c in C, gold} s_c
+
+over the context's names C scored exactly as at inference (`ranking_loss`,
+`sft_and_rank_loss`: one pass over the sequence gives eq. 15, the first-token distribution
+and the prompt's KV cache the names are scored over). Examples with no gold name in the
+context keep eq. 15 alone.
 """
 
 from __future__ import annotations
@@ -104,3 +116,62 @@ def sequence_loss(
         out = model(inputs_embeds=embeds, attention_mask=attention_mask, logits_to_keep=keep)
     logits = out.logits[:, :-1]  # positions first-1 .. t-2 predict tokens first .. t-1
     return weighted_nll(logits, input_ids[:, first:], weights[:, first:])
+
+
+def ranking_loss(scores: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+    """Listwise loss of ranked decoding: - log of the probability mass that a softmax over
+    the candidates' scores puts on the gold ones,
+
+        L = logsumexp_{c in C} s_c - logsumexp_{c in C, gold} s_c
+
+    (0 when only gold names are candidates; needs at least one gold). ``scores``: (n,) the
+    `ranking.continuation_scores` of the context's names, ``gold``: (n,) bool."""
+    if scores.shape != gold.shape:
+        raise ValueError(f"shape mismatch: scores {tuple(scores.shape)}, gold {tuple(gold.shape)}")
+    if not bool(gold.any()):
+        raise ValueError("the ranking loss needs at least one gold candidate")
+    return torch.logsumexp(scores, dim=0) - torch.logsumexp(scores[gold], dim=0)
+
+
+def sft_and_rank_loss(
+    model: torch.nn.Module,
+    input_ids: torch.Tensor,
+    weights: torch.Tensor,
+    head_len: int,
+    continuations: list[list[int]],
+    gold: list[bool],
+    end_ids: list[int],
+    sft_weight: float = 1.0,
+    rank_weight: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One example (``input_ids``: (1, T) = prompt + answer prefix + target + EOS, the
+    first ``head_len`` tokens being the prompt as ranked decoding tokenises it):
+
+        sft_weight * (eq. 15 weighted NLL) + rank_weight * `ranking_loss`
+
+    from ONE pass over the sequence: its logits from position ``head_len - 1`` on give the
+    SFT term and the first-name distribution, and its KV cache cut at ``head_len`` is what
+    the candidate names are scored over (`ranking.scores_over_cache`). Returns (loss, the
+    ranking term or None when no candidate is gold)."""
+    from talent_core.llm.ranking import _cache_keyword, _cache_layers, scores_over_cache
+
+    t = input_ids.shape[1]
+    if not 0 < head_len < t:
+        raise ValueError(f"head_len {head_len} outside the sequence (length {t})")
+    if bool((weights[:, :head_len] != 0).any()):
+        raise ValueError("the prompt has weighted tokens: head_len does not end the prompt")
+    has_gold = any(gold)
+    out = model(input_ids=input_ids, use_cache=has_gold and rank_weight != 0,
+                logits_to_keep=t - head_len + 1)
+    logits = out.logits  # positions head_len - 1 .. t - 1
+    per_example = weighted_nll(logits[:, :-1], input_ids[:, head_len:], weights[:, head_len:])[1]
+    loss = sft_weight * per_example[0]
+    if not has_gold or rank_weight == 0:
+        return loss, None
+    first = torch.log_softmax(logits[0, 0].float(), dim=-1)
+    kw = _cache_keyword(model)
+    cache = out[kw] if kw in out else out.past_key_values
+    layers = [(k[:, :, :head_len], v[:, :, :head_len]) for k, v in _cache_layers(cache)]
+    scores = scores_over_cache(model, first, layers, head_len, continuations, end_ids)
+    rank = ranking_loss(scores, torch.tensor(gold, device=scores.device))
+    return loss + rank_weight * rank, rank

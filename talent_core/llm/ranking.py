@@ -11,8 +11,9 @@ i.e. the name's tokens followed by the end of an item (a separator or the end of
 line), so that ``tom`` cannot win over ``tom hanks`` by being a prefix of it. Scores are
 summed log-probabilities (not length-normalised).
 
-Cost: one forward pass over the prompt (its KV cache is kept), then the candidates'
-tokens in batches of ``chunk`` over the shared cache, never the prompt again.
+Cost: one forward pass over the prompt (its KV cache is kept), then the candidates' tokens
+packed into one row per ``chunk`` names over that cache (each sees the prompt and its own
+tokens only), never the prompt again.
 
 Choosing the set (pure functions, tuned on a validation split):
 * `select_top`: names within ``margin`` (nats) of the best, at most ``top_m``, at least one.
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_CHUNK = 16
+DEFAULT_CHUNK = 64  # continuations packed into one forward pass
 
 
 @dataclass(frozen=True)
@@ -61,27 +62,11 @@ def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     return DynamicCache(data)
 
 
-def score_continuations(
-    model: Any,
-    prompt_ids: Any,
-    continuations: Sequence[Sequence[int]],
-    end_ids: Sequence[int],
-    pad_id: int,
-    chunk: int = DEFAULT_CHUNK,
-    prefix: Any = None,
-) -> list[float]:
-    """log p(cont + one of ``end_ids`` | prompt) for every token list in ``continuations``.
-
-    ``prompt_ids``: a (1, T) LongTensor on the model's device; ``prefix``: soft tokens
-    (P, H) in front of the prompt (`graph_prompt`). Runs under the caller's adapter and
-    ``torch.inference_mode``."""
+def _first_logp_and_cache(model: Any, prompt_ids: Any, prefix: Any = None
+                          ) -> tuple[Any, list[tuple[Any, Any]], int]:
+    """One forward pass over the prompt: log p(first token), its KV cache, its length."""
     import torch
 
-    if not continuations:
-        return []
-    if any(len(c) == 0 for c in continuations):
-        raise ValueError("every continuation needs at least one token")
-    device = prompt_ids.device
     if prefix is None:
         out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     else:
@@ -93,27 +78,127 @@ def score_continuations(
     cache_kw = _cache_keyword(model)
     layers = _cache_layers(out[cache_kw] if cache_kw in out else out.past_key_values)
     t = prompt_ids.shape[1] + (0 if prefix is None else prefix.shape[0])
+    return first, layers, t
+
+
+def continuation_scores(
+    model: Any,
+    prompt_ids: Any,
+    continuations: Sequence[Sequence[int]],
+    end_ids: Sequence[int],
+    chunk: int = DEFAULT_CHUNK,
+    prefix: Any = None,
+) -> Any:
+    """log p(cont + one of ``end_ids`` | prompt) for every token list in ``continuations``,
+    as a float tensor (n,). Differentiable: the generator's ranking loss (`loss.ranking_loss`)
+    trains exactly the score ranked decoding uses."""
+    if any(len(c) == 0 for c in continuations):
+        raise ValueError("every continuation needs at least one token")
+    first, layers, t = _first_logp_and_cache(model, prompt_ids, prefix)
+    return scores_over_cache(model, first, layers, t, continuations, end_ids, chunk)
+
+
+def _packed_mask(t: int, lengths: Sequence[int], dtype: Any, device: Any) -> Any:
+    """Additive (1, 1, L, t + L) attention mask for continuations packed into one row after
+    a cached prompt of ``t`` positions: every token sees the whole prompt and the earlier
+    tokens of its OWN continuation, nothing of the others."""
+    import torch
+
+    n = sum(lengths)
+    mask = torch.full((1, 1, n, t + n), torch.finfo(dtype).min, dtype=dtype, device=device)
+    mask[..., :t] = 0
+    a = 0
+    for ln in lengths:
+        block = torch.ones((ln, ln), dtype=torch.bool, device=device).tril()
+        mask[0, 0, a:a + ln, t + a:t + a + ln].masked_fill_(block, 0)
+        a += ln
+    return mask
+
+
+def scores_over_cache(
+    model: Any,
+    first: Any,
+    layers: list[tuple[Any, Any]],
+    t: int,
+    continuations: Sequence[Sequence[int]],
+    end_ids: Sequence[int],
+    chunk: int = DEFAULT_CHUNK,
+) -> Any:
+    """The scores of `continuation_scores` given the prompt's pass: ``first`` = log p(first
+    token) (V,), ``layers`` = its KV cache per layer (batch 1, ``t`` positions).
+
+    Up to ``chunk`` continuations are PACKED into one row of one forward pass over the
+    prompt's cache (`_packed_mask`; positions restart at ``t`` for each): no padding and no
+    copy of the cache per name (a batch of n names would copy it n times, which cost as much
+    as the prompt pass itself on CPU)."""
+    import torch
+
+    device = first.device
+    dtype = next(model.parameters()).dtype
     ends = torch.tensor(list(end_ids), device=device)
-    scores: list[float] = []
+    kw = _cache_keyword(model)
+    out: list[Any] = []
     for lo in range(0, len(continuations), chunk):
-        batch = continuations[lo:lo + chunk]
-        n, width = len(batch), max(len(c) for c in batch)
-        ids = torch.full((n, width), pad_id, dtype=torch.long, device=device)
-        for i, c in enumerate(batch):
-            ids[i, : len(c)] = torch.tensor(list(c), device=device)
-        mask = torch.ones((n, t + width), dtype=torch.long, device=device)
-        for i, c in enumerate(batch):
-            mask[i, t + len(c):] = 0  # right padding: never attended to by real tokens
-        res = model(input_ids=ids, attention_mask=mask, use_cache=True,
-                    **{cache_kw: _expanded_cache(layers, n)})
-        logp = torch.log_softmax(res.logits.float(), dim=-1)  # (n, width, V)
-        for i, c in enumerate(batch):
-            total = float(first[c[0]])
-            for j in range(1, len(c)):
-                total += float(logp[i, j - 1, c[j]])
-            total += float(torch.logsumexp(logp[i, len(c) - 1, ends], dim=0))
-            scores.append(total)
-    return scores
+        batch = [list(c) for c in continuations[lo:lo + chunk]]
+        lengths = [len(c) for c in batch]
+        flat = torch.tensor([x for c in batch for x in c], device=device)
+        starts = torch.tensor([0, *lengths[:-1]], device=device).cumsum(0)
+        lens = torch.tensor(lengths, device=device)
+        offsets = torch.cat([torch.arange(n, device=device) for n in lengths])
+        res = model(input_ids=flat[None, :], position_ids=(t + offsets)[None, :],
+                    attention_mask=_packed_mask(t, lengths, dtype, device), use_cache=True,
+                    **{kw: _expanded_cache(layers, 1)})
+        logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # (L, V)
+        owner = torch.repeat_interleave(torch.arange(len(batch), device=device), lens)
+        inner = offsets > 0  # token j >= 1 of a name is predicted at the position before it
+        pos = torch.nonzero(inner).squeeze(1)
+        token_lp = logp[pos - 1, flat[pos]]
+        total = first[flat[starts]].clone()
+        total = total.index_add(0, owner[pos], token_lp)
+        last = logp[starts + lens - 1]  # (n, V) after each name
+        out.append(total + torch.logsumexp(last[:, ends], dim=1))
+    return torch.cat(out) if out else torch.zeros(0, device=device)
+
+
+@dataclass(frozen=True)
+class ScoringInputs:
+    """What ranked decoding feeds the model: the prompt's ids, each unique name's ids, the
+    ids that may end an item (EOS, ``|``)."""
+
+    prompt_ids: list[int]
+    names: list[str]
+    continuations: list[list[int]]
+    end_ids: list[int]
+
+
+def scoring_inputs(tokenizer: Any, prompt: str, names: Sequence[str]) -> ScoringInputs:
+    """Tokenise for `continuation_scores` (inference and the ranking loss share this):
+    the prompt alone, every distinct non-empty name alone (first occurrence order)."""
+    unique = list(dict.fromkeys(n for n in names if n))
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    conts = [list(tokenizer(n, add_special_tokens=False)["input_ids"]) for n in unique]
+    sep = tokenizer("|", add_special_tokens=False)["input_ids"]
+    ends = [i for i in {tokenizer.eos_token_id, sep[0] if len(sep) == 1 else None}
+            if i is not None]
+    return ScoringInputs(list(ids), unique, conts, sorted(ends))
+
+
+def score_continuations(
+    model: Any,
+    prompt_ids: Any,
+    continuations: Sequence[Sequence[int]],
+    end_ids: Sequence[int],
+    chunk: int = DEFAULT_CHUNK,
+    prefix: Any = None,
+) -> list[float]:
+    """`continuation_scores` as floats. ``prompt_ids``: a (1, T) LongTensor on the model's
+    device; ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`). Runs under
+    the caller's adapter and ``torch.inference_mode``."""
+    if not continuations:
+        return []
+    scores = continuation_scores(model, prompt_ids, continuations, end_ids, chunk,
+                                 prefix)
+    return [float(x) for x in scores]
 
 
 def select_top(scored: Sequence[Scored], margin: float, top_m: int | None = None

@@ -81,7 +81,7 @@ def _lora_fields(config: TrainConfig) -> dict[str, Any]:
 
 def _train_fields(config: TrainConfig) -> dict[str, Any]:
     keys = ("epochs", "lr", "warmup_ratio", "batch_size", "grad_accum", "max_steps",
-            "weight_decay", "max_grad_norm", "gradient_checkpointing")
+            "weight_decay", "max_grad_norm", "gradient_checkpointing", "rank_weight")
     return {k: getattr(config, k) for k in keys}
 
 
@@ -148,6 +148,9 @@ def train_generator(
     from talent_core.llm.lm import LoadedLM
     from talent_core.llm.retriever import RetrieverModel
 
+    if config.graph_prompt and config.rank_weight:
+        raise ValueError("the ranking loss is not implemented for the graph-prompt generator; "
+                         "train it with rank_weight 0")
     settings = settings or get_settings()
     name = config.base_model or settings.base_model
     out = Path(config.output_dir)
@@ -176,7 +179,8 @@ def train_generator(
     def make(ex: TrainingExample) -> Features:
         return generator_features(tok, ex.question, ex.candidate, sel_of[id(ex)], ex.answers,
                                   config.max_length, config.task, name, config.include_endpoints,
-                                  style=config.prompt_style, text_budget=config.text_budget)
+                                  style=config.prompt_style, text_budget=config.text_budget,
+                                  rank=config.rank_weight != 0)
 
     if config.graph_prompt:
         metrics, module = _train_with_graph(model, tok, device, examples, val_examples or [],

@@ -9,6 +9,8 @@ warmup ratio 0.03 (linear schedule), batch 1 with gradient accumulation 8; lambd
 * End of list: the EOS token after the target line has weight ``eos_weight`` (default 1.0;
   eq. 13 alone would give it 0 and nothing would teach the model where to stop; see `loss`
   for the measured effect). The generator's EOS always has weight 1 (standard SFT).
+* Generator ranking loss: ``rank_weight`` > 0 adds that many times `loss.ranking_loss` (the
+  context's names scored as ranked decoding scores them) to each example's eq. 15 loss.
 * Reproducible and resumable: the data order of epoch e is a permutation seeded by
   ``seed + e``; every ``save_every`` optimizer steps a checkpoint (adapter, optimizer,
   scheduler, step, RNG states) is written atomically under ``output_dir/checkpoints``;
@@ -44,6 +46,8 @@ class TrainConfig(BaseModel):
     task: Task = "kgqa"
     lam: float = 0.001  # weak-positive weight (retriever)
     eos_weight: float = 1.0  # the EOS token after the target line (0: eq. 13 literally)
+    # generator: weight of the ranking loss beside eq. 15 (0: eq. 15 alone, the paper)
+    rank_weight: float = 0.0
     epochs: int = 3
     lr: float = 5e-5
     warmup_ratio: float = 0.03
@@ -145,9 +149,36 @@ class _FeatureDataset:
         return self.features[i]
 
 
-def _trainer_class() -> type:
-    """`transformers.Trainer` with the token-weighted NLL as its loss (built lazily: the
-    import of transformers is slow and CLI commands that do not train should not pay it)."""
+def _sft_and_rank_batch(model: Any, inputs: dict[str, Any], rank_weight: float) -> Any:
+    """Mean over the batch's examples of eq. 15 + ``rank_weight`` x the ranking loss
+    (`loss.sft_and_rank_loss`), one example at a time (each has its own candidate names)."""
+    import torch
+
+    from talent_core.llm.loss import ranking_loss, sequence_loss, sft_and_rank_loss
+    from talent_core.llm.ranking import continuation_scores
+
+    total = None
+    for i, r in enumerate(inputs["rank"]):
+        n = int(inputs["attention_mask"][i].sum())
+        ids, weights = inputs["input_ids"][i:i + 1, :n], inputs["weights"][i:i + 1, :n]
+        if r.shared:
+            loss, _ = sft_and_rank_loss(model, ids, weights, r.head_len, r.continuations,
+                                        r.gold, r.end_ids, rank_weight=rank_weight)
+        else:  # the prompt tokenises differently inside the sequence: two passes
+            loss, _ = sequence_loss(model, ids, weights)
+            if any(r.gold):
+                head = torch.tensor([r.head_ids], device=ids.device)
+                scores = continuation_scores(model, head, r.continuations, r.end_ids)
+                loss = loss + rank_weight * ranking_loss(
+                    scores, torch.tensor(r.gold, device=scores.device))
+        total = loss if total is None else total + loss
+    return total / len(inputs["rank"])
+
+
+def _trainer_class(rank_weight: float = 0.0) -> type:
+    """`transformers.Trainer` with the token-weighted NLL as its loss, plus ``rank_weight`` x
+    the ranking loss for batches that carry `RankFeatures` (built lazily: the import of
+    transformers is slow and CLI commands that do not train should not pay it)."""
     from transformers import Trainer
 
     from talent_core.llm.loss import sequence_loss
@@ -158,8 +189,11 @@ def _trainer_class() -> type:
         loss_is_scaled_for_ga = False
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            loss, _ = sequence_loss(model, inputs["input_ids"], inputs["weights"],
-                                    inputs["attention_mask"])
+            if "rank" in inputs:
+                loss = _sft_and_rank_batch(model, inputs, rank_weight)
+            else:
+                loss, _ = sequence_loss(model, inputs["input_ids"], inputs["weights"],
+                                        inputs["attention_mask"])
             return (loss, None) if return_outputs else loss
 
     return WeightedLossTrainer
@@ -290,11 +324,18 @@ def run_training(
     )
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
+    ranked = config.rank_weight != 0
+    if ranked and any(f.rank is None for f in features):
+        raise ValueError("rank_weight needs generator features built with rank=True")
+
     def collate(batch: Sequence[Features]) -> dict[str, Any]:
         ids, weights, mask = _collate(batch, pad_id)
-        return {"input_ids": ids, "weights": weights, "attention_mask": mask}
+        out = {"input_ids": ids, "weights": weights, "attention_mask": mask}
+        if ranked:
+            out["rank"] = [f.rank for f in batch]
+        return out
 
-    trainer = _trainer_class()(
+    trainer = _trainer_class(config.rank_weight)(
         model=model, args=args, train_dataset=_FeatureDataset(features),
         data_collator=collate,
         callbacks=_callbacks(f"train {kind}", total_steps, config.progress, on_step),

@@ -28,13 +28,18 @@ def test_cached_batched_scores_equal_full_forward(tiny_dir, settings) -> None:
     prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
     names = ["james cameron", "titanic", "1997", "leonardo dicaprio", "j"]
     conts = [tok(n, add_special_tokens=False)["input_ids"] for n in names]
-    assert len({len(c) for c in conts}) > 1  # different lengths: padding is exercised
+    assert len({len(c) for c in conts}) > 1  # different lengths packed into one pass
     ends = [tok.eos_token_id, tok("|", add_special_tokens=False)["input_ids"][0]]
     with torch.inference_mode():
         got = score_continuations(lm.model, torch.tensor([prompt_ids]), conts, ends,
-                                  tok.pad_token_id, chunk=2)  # several chunks
+                                  chunk=2)  # several packed passes
+        alone = [score_continuations(lm.model, torch.tensor([prompt_ids]), [c], ends)[0]
+                 for c in conts]
+        together = score_continuations(lm.model, torch.tensor([prompt_ids]), conts, ends)
     want = [_brute_force(lm.model, prompt_ids, c, ends) for c in conts]
     assert got == pytest.approx(want, abs=1e-4)
+    # a name's score does not depend on the names packed beside it
+    assert together == pytest.approx(alone, abs=1e-4)
     # and through LoadedLM.score (tokenises, de-duplicates, keeps the order)
     scored = lm.score(prompt, None, names + ["titanic", ""])
     assert [s.name for s in scored] == names
