@@ -64,8 +64,9 @@ TRAIN_HELP = {
     "k": "PCST k_v = k_e of the candidates (recorded)",
     "hops": "neighbourhood hops of the candidates (recorded)",
     "prompt_style": "paper (Appendix E.1/E.2 texts), compact (one-sentence instructions, ~30 "
-                    "%% fewer tokens per example) or named (compact, graph rows by name instead "
-                    "of id); recorded in the adapter",
+                    "%% fewer tokens per example), named (compact, graph rows by name instead "
+                    "of id) or paths (compact, each node as its relation paths from the "
+                    "question's anchors); recorded in the adapter",
     "deepspeed": "DeepSpeed JSON config for the Trainer (multi-GPU; run under torchrun / "
                  "accelerate launch)",
     "lam": "weak-positive weight lambda (paper: 0.001 WebQSP, 0.01 CWQ/ExplaGraphs)",

@@ -10,6 +10,10 @@ Pure. The CSV itself is `talent_core.llm.textualise.graph_csv` (Appendix E forma
   ``na`` nodes, then E-hat = every edge of S with at least one endpoint selected. The other
   endpoint of such an edge is not listed as a node unless ``include_endpoints`` (the paper's
   E.2 example does not list it); the context need not be connected.
+* ``"paths"`` prompt style (a deviation from eq. 14's rows, see `anchor_paths`): each listed
+  node is written as the relation path(s) of S that lead to it from the question's anchor
+  entities, ending with its name, e.g. ``insomnia -starred_actors-> al pacino
+  <-starred_actors- heat``. A causal model reads the whole path before the name it scores.
 
 Truncation policy (prompt longer than the model's budget): rows of the graph are dropped,
 never the question, the instructions or a training target.
@@ -23,6 +27,7 @@ never the question, the instructions or a training target.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -52,13 +57,20 @@ class GraphView:
     # with a text budget (rows cut on purpose): the KG nodes of the UNTRUNCATED context, the
     # names ranked decoding chooses the answer from (None: `kg_nodes`)
     answer_nodes: list[CandidateNode] | None = None
+    # local id -> the anchor paths of S that end at it (`anchor_paths`; the "paths" style)
+    paths: dict[str, list[str]] = field(default_factory=dict)
 
     def csv(self) -> str:
         return graph_csv(self.nodes, self.edges)
 
     def text(self, style: str = "paper") -> str:
-        """The graph block of a prompt: Appendix E's id CSV, or for the ``"named"`` style
-        the same tables with every id replaced by its name (`graph_csv_named`)."""
+        """The graph block of a prompt: Appendix E's id CSV; for the ``"named"`` style the
+        same tables with every id replaced by its name (`graph_csv_named`); for ``"paths"``
+        one line per anchor path of each listed node (a node no path reaches, or an
+        out-of-S name: its name alone)."""
+        if style == "paths":
+            lines = [p for local, name in self.nodes for p in self.paths.get(local) or [name]]
+            return "<DESC>\n" + "".join(f"{line}\n" for line in lines) + "</DESC>"
         if style != "named":
             return self.csv()
         names = {**self.names, **dict(self.nodes)}
@@ -70,6 +82,61 @@ def local_ids(candidate: Candidate) -> tuple[dict[str, str], dict[str, str]]:
     """(KG id -> local id, local id -> lowercase name) as `textualise` numbers them."""
     rows, id_map = _textualise_ids(candidate, lowercase=True)
     return {k: str(v) for k, v in id_map.items()}, {str(i): str(name) for i, name in rows}
+
+
+SOURCE_PRIORITY = ("topic", "name", "fulltext", "vector")
+MAX_PATHS = 2  # anchor paths written per node ("paths" style)
+
+
+def path_anchors(candidate: Candidate) -> list[str]:
+    """The KG ids paths start from: the seeds in S found by the best source present (topic
+    entities, else exact name matches, else fulltext, else vector seeds), as the expansion's
+    anchors are chosen (`retrieval.seeds`)."""
+    in_s = {n.id for n in candidate.nodes}
+    seeds = [s for s in candidate.seeds if s.id in in_s]
+    for source in SOURCE_PRIORITY:
+        found = [s.id for s in seeds if source in s.sources]
+        if found:
+            return found
+    return [n.id for n in candidate.nodes if n.seed]
+
+
+def anchor_paths(candidate: Candidate, names: dict[str, str], ids: dict[str, str],
+                 max_paths: int = MAX_PATHS) -> dict[str, list[str]]:
+    """local id -> up to ``max_paths`` shortest paths of S from an anchor (`path_anchors`)
+    to that node, each written ``a -rel-> b <-rel- c`` with the nodes' (lowercase) names;
+    an anchor's own path is its name. Pure; breadth-first over S's edges in both directions,
+    in S's edge order, so the paths are deterministic."""
+    adj: dict[str, list[tuple[str, str]]] = {}
+    for e in candidate.edges:
+        if e.src in ids and e.dst in ids:
+            adj.setdefault(e.src, []).append((f"-{e.rel}->", e.dst))
+            adj.setdefault(e.dst, []).append((f"<-{e.rel}-", e.src))
+    depth: dict[str, int] = {}
+    found: dict[str, list[str]] = {}
+    queue: deque[str] = deque()
+    for a in path_anchors(candidate):
+        if a in ids and a not in depth:
+            depth[a] = 0
+            found[a] = [names[ids[a]]]
+            queue.append(a)
+    while queue:
+        u = queue.popleft()
+        for arrow, v in adj.get(u, []):
+            if depth.get(v, depth[u] + 1) != depth[u] + 1:
+                continue  # not a shortest path to v
+            depth[v] = depth[u] + 1
+            if v not in found:
+                found[v] = []
+                queue.append(v)
+            for p in found[u]:
+                if len(found[v]) < max_paths:
+                    found[v].append(f"{p} {arrow} {names[ids[v]]}")
+    out: dict[str, list[str]] = {}
+    for kg_id, paths in found.items():
+        local = out.setdefault(ids[kg_id], [])
+        local.extend(p for p in paths if p not in local and len(local) < max_paths)
+    return out
 
 
 def _dedup_edges(edges: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
@@ -127,6 +194,7 @@ def candidate_view(candidate: Candidate, keep_ids: set[str] | None = None) -> Gr
         dropped_nodes=len(candidate.nodes) - len(nodes),
         dropped_edges=all_edges - len(edges),
         names=names,
+        paths=anchor_paths(candidate, names, ids),
     )
 
 
@@ -191,6 +259,7 @@ def generator_view(
         dropped_nodes=len(chosen) - len(s_nodes),
         dropped_edges=total_edges - len(edges),
         names=names,
+        paths=anchor_paths(candidate, names, ids),
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from talent_core.config import Settings, get_settings
+from talent_core.llm.prompts import PromptStyle
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class AdapterMeta(BaseModel):
     max_length: int = 4096
     include_endpoints: bool = False  # generator context option
     text_budget: int | None = None  # generator: graph-row tokens it was trained with (None: all)
-    prompt_style: Literal["paper", "compact", "named"] = "paper"  # the prompts it was trained with
+    prompt_style: PromptStyle = "paper"  # the prompts it was trained with
     # ranked decoding settings tuned on a validation split (see talent_core.llm.ranking)
     ranking: dict[str, float] = Field(default_factory=dict)
     retriever: str | None = None  # generator: the retriever adapter its contexts came from

@@ -33,8 +33,10 @@ Task = Literal["kgqa", "label"]
 # "named": the compact instructions, and the graph written with names instead of local ids
 # (`GraphView.text`): edge rows read ``repo men,release_year,2010``, so a small model need not
 # look an id up in the node table (another deviation; the paper's CSV uses ids).
-PromptStyle = Literal["paper", "compact", "named"]
-PROMPT_STYLES: tuple[str, ...] = ("paper", "compact", "named")
+# "paths": the compact instructions, and each node written as the relation paths of S that
+# reach it from the question's anchor entities, its name last (`context.anchor_paths`).
+PromptStyle = Literal["paper", "compact", "named", "paths"]
+PROMPT_STYLES: tuple[str, ...] = ("paper", "compact", "named", "paths")
 
 _FORMAT = """RETURN FORMAT (MANDATORY):
 Your ENTIRE reply must be EXACTLY ONE SINGLE LINE like:

@@ -126,3 +126,46 @@ def test_named_style_writes_names_not_ids(tiny_tok, candidate) -> None:
     assert "Answer the question from the subgraph." in r.prompt  # the compact instructions
     full = candidate_view(candidate).text("named")
     assert "titanic,directed_by,james cameron" in full and "node_id" not in full
+
+
+def test_paths_style_writes_anchor_paths(tiny_tok, candidate) -> None:
+    from talent_core.llm.context import anchor_paths, local_ids, path_anchors
+    from talent_core.models import CandidateEdge, Seed
+
+    # no recorded seeds: the nodes flagged seed (titanic) are the anchors
+    assert path_anchors(candidate) == ["m:titanic"]
+    sel = Selection(selected=[candidate.nodes[4], candidate.nodes[1]],  # avatar, cameron
+                    out_of_candidate=[OutOfCandidate(name="Mars", grounded=False)])
+    view = generator_view(candidate, sel)
+    # nodes in S order; each written as its shortest path from titanic, the name last
+    assert view.text("paths") == (
+        "<DESC>\n"
+        "titanic -directed_by-> james cameron\n"
+        "titanic -directed_by-> james cameron <-directed_by- avatar\n"
+        "mars\n"
+        "</DESC>"
+    )
+    r = generator_prompt(tiny_tok, "who directed [Titanic]", view.text("paths"), style="paths")
+    assert "Answer the question from the subgraph." in r.prompt
+    # a name anchor beats a vector seed; two shortest paths are both kept; the anchor's own
+    # line is its name; a node no path reaches is its name alone
+    c = candidate.model_copy(update={
+        "seeds": [Seed(id="m:avatar", name="Avatar", sources=["vector"]),
+                  Seed(id="y:1997", name="1997", sources=["name"])],
+        "edges": [*candidate.edges,
+                  CandidateEdge(src="m:avatar", rel="release_year", dst="y:1997")],
+    })
+    assert path_anchors(c) == ["y:1997"]
+    ids, names = local_ids(c)
+    paths = anchor_paths(c, names, ids)
+    assert paths[ids["y:1997"]] == ["1997"]
+    assert paths[ids["p:cameron"]] == [
+        "1997 <-release_year- titanic -directed_by-> james cameron",
+        "1997 <-release_year- avatar -directed_by-> james cameron",
+    ]
+    assert paths[ids["l:en"]] == ["1997 <-release_year- avatar -in_language-> english"]
+    alone = c.model_copy(update={"edges": c.edges[:3]})
+    ids2, names2 = local_ids(alone)
+    assert ids2["l:en"] not in anchor_paths(alone, names2, ids2)
+    full = candidate_view(alone).text("paths")
+    assert full.splitlines()[-1] == "</DESC>" and "\nenglish\n" in full
