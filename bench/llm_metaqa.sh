@@ -34,11 +34,12 @@ want() { [[ $STAGES == all || ,$STAGES, == *,$1,* ]]; }
 mkdir -p "$EXP" "$RUNS"
 
 if want split; then
-  python bench/metaqa_split.py --metaqa "$METAQA" --out "$EXP" --train 400 --val 30 --test 100
+  python bench/metaqa_split.py --metaqa "$METAQA" --out "$EXP" --train 400 --val 30 --test 100 \
+    --extra 200
 fi
 talent server start
 if want examples; then
-  for s in train val test; do
+  for s in train train_extra val test; do
     talent examples "$EXP/$s.txt" --format metaqa --hops 3 -o "$EXP/${s}_h3.jsonl"
   done
   # 334 training questions per hop (1,002): the first 334 of each hop's 400
@@ -49,6 +50,9 @@ lines = open(f"{e}/train_h3.jsonl").read().splitlines()
 open(f"{e}/train1k_h3.jsonl", "w").write("\n".join(lines[0:334] + lines[400:734] + lines[800:1134]) + "\n")
 # GEN_TRAIN=train600: the first 200 of each hop's 334 (the earlier, smaller generator run)
 open(f"{e}/train600_h3.jsonl", "w").write("\n".join(lines[0:200] + lines[400:600] + lines[800:1000]) + "\n")
+# GEN_TRAIN=train1800: all 1,200 training questions and the 600 extra ones (600 per hop)
+extra = open(f"{e}/train_extra_h3.jsonl").read().splitlines()
+open(f"{e}/train1800_h3.jsonl", "w").write("\n".join(lines + extra) + "\n")
 PY
 fi
 if want retriever; then

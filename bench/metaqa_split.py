@@ -6,7 +6,9 @@ hops (the question files of issue 8's experiment).
 
 Each hop's qa_dev.txt is shuffled with random.Random(hop); the first ``--train`` lines go
 to train, the next ``--test`` to test, the next ``--val`` to validation (per hop). The split
-is by line and no question text is in two parts (asserted).
+is by line and no question text is in two parts (asserted). ``--extra N``: the next N lines
+per hop go to ``train_extra.txt``, more training questions from the same split (the
+generator's larger training set), disjoint from validation and test like the rest.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ def main() -> None:
     ap.add_argument("--train", type=int, default=400)
     ap.add_argument("--val", type=int, default=30)
     ap.add_argument("--test", type=int, default=100)
+    ap.add_argument("--extra", type=int, default=0)
     a = ap.parse_args()
-    parts: dict[str, list[str]] = {"train": [], "test": [], "val": []}
+    parts: dict[str, list[str]] = {"train": [], "test": [], "val": [], "train_extra": []}
     for h in (1, 2, 3):
         src = a.metaqa / f"{h}-hop" / "qa_dev.txt"
         lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -33,11 +36,15 @@ def main() -> None:
         parts["train"] += lines[cut[0]:cut[1]]
         parts["test"] += lines[cut[1]:cut[2]]
         parts["val"] += lines[cut[2]:cut[3]]
+        parts["train_extra"] += lines[cut[3]:cut[3] + a.extra]
     q = {k: {ln.split("\t")[0] for ln in v} for k, v in parts.items()}
-    assert not (q["train"] & q["test"]) and not (q["val"] & q["test"]) and not (
-        q["train"] & q["val"]), "a question is in two parts"
+    train = q["train"] | q["train_extra"]
+    assert not (train & q["test"]) and not (q["val"] & q["test"]) and not (
+        train & q["val"]), "a question is in two parts"
     a.out.mkdir(parents=True, exist_ok=True)
     for name, lines in parts.items():
+        if name == "train_extra" and not a.extra:
+            continue
         (a.out / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{name}: {len(lines)} questions -> {a.out / (name + '.txt')}")
 
