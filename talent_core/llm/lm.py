@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from talent_core.config import Settings, get_settings
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base, read_meta
 from talent_core.llm.prompts import PromptStyle, Task
-from talent_core.llm.ranking import Scored, score_continuations, scoring_inputs, select_top
+from talent_core.llm.ranking import Scored, continuation_scores, scoring_inputs, select_top
 
 if TYPE_CHECKING:
     from talent_core.llm.generator import GeneratorModel
@@ -107,7 +107,7 @@ class LoadedLM:
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None
               ) -> list[Scored]:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
-        (`ranking.score_continuations`; the prompt is encoded once); ``prefix``: soft tokens
+        (`ranking.continuation_scores`; the prompt is encoded once); ``prefix``: soft tokens
         (P, H) in front of the prompt (`graph_prompt`)."""
         import torch
 
@@ -116,8 +116,8 @@ class LoadedLM:
             return []
         with self.using(adapter) as model:
             ids = torch.tensor([inputs.prompt_ids], device=model.device)
-            scores = score_continuations(model, ids, inputs.continuations, inputs.end_ids,
-                                         prefix=prefix)
+            scores = continuation_scores(model, ids, inputs.continuations, inputs.end_ids,
+                                         prefix=prefix).tolist()
         return [Scored(n, sc) for n, sc in zip(inputs.names, scores, strict=True)]
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,

@@ -90,8 +90,11 @@ def continuation_scores(
     prefix: Any = None,
 ) -> Any:
     """log p(cont + one of ``end_ids`` | prompt) for every token list in ``continuations``,
-    as a float tensor (n,). Differentiable: the generator's ranking loss (`loss.ranking_loss`)
-    trains exactly the score ranked decoding uses."""
+    as a float tensor (n,); ranked decoding takes ``.tolist()`` of it under the caller's
+    adapter and ``torch.inference_mode``. ``prompt_ids``: a (1, T) LongTensor on the model's
+    device; ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`).
+    Differentiable: the generator's ranking loss (`loss.ranking_loss`) trains exactly the
+    score ranked decoding uses."""
     if any(len(c) == 0 for c in continuations):
         raise ValueError("every continuation needs at least one token")
     first, layers, t = _first_logp_and_cache(model, prompt_ids, prefix)
@@ -181,24 +184,6 @@ def scoring_inputs(tokenizer: Any, prompt: str, names: Sequence[str]) -> Scoring
     ends = [i for i in {tokenizer.eos_token_id, sep[0] if len(sep) == 1 else None}
             if i is not None]
     return ScoringInputs(list(ids), unique, conts, sorted(ends))
-
-
-def score_continuations(
-    model: Any,
-    prompt_ids: Any,
-    continuations: Sequence[Sequence[int]],
-    end_ids: Sequence[int],
-    chunk: int = DEFAULT_CHUNK,
-    prefix: Any = None,
-) -> list[float]:
-    """`continuation_scores` as floats. ``prompt_ids``: a (1, T) LongTensor on the model's
-    device; ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`). Runs under
-    the caller's adapter and ``torch.inference_mode``."""
-    if not continuations:
-        return []
-    scores = continuation_scores(model, prompt_ids, continuations, end_ids, chunk,
-                                 prefix)
-    return [float(x) for x in scores]
 
 
 def select_top(scored: Sequence[Scored], margin: float, top_m: int | None = None

@@ -13,7 +13,7 @@ from talent_core.llm.features import generator_features
 from talent_core.llm.lm import LoadedLM
 from talent_core.llm.loss import ranking_loss, sequence_loss, sft_and_rank_loss
 from talent_core.llm.models import read_meta
-from talent_core.llm.ranking import score_continuations
+from talent_core.llm.ranking import continuation_scores
 from talent_core.llm.train import train_generator
 from talent_core.llm.trainer import TrainConfig
 
@@ -63,9 +63,9 @@ def test_one_pass_loss_equals_inference_scores(tiny_dir, settings) -> None:
         total, rank = sft_and_rank_loss(model, ids, w, r.head_len, r.continuations, r.gold,
                                         r.end_ids, rank_weight=2.0)
         sft = sequence_loss(model, ids, w)[0]
-        scores = score_continuations(model, torch.tensor([r.head_ids]), r.continuations,
+        scores = continuation_scores(model, torch.tensor([r.head_ids]), r.continuations,
                                      r.end_ids)
-    want = ranking_loss(torch.tensor(scores), torch.tensor(r.gold))
+    want = ranking_loss(scores, torch.tensor(r.gold))
     assert float(rank) == pytest.approx(float(want), abs=1e-4)
     assert float(total) == pytest.approx(float(sft) + 2.0 * float(want), abs=1e-3)
     # no gold among the names: the SFT term alone
@@ -104,9 +104,9 @@ def _train_full(lm: LoadedLM, features, rank_weight: float, steps: int) -> list[
     with torch.no_grad():
         for f in features:
             r = f.rank
-            s = score_continuations(model, torch.tensor([r.head_ids]), r.continuations,
+            s = continuation_scores(model, torch.tensor([r.head_ids]), r.continuations,
                                     r.end_ids)
-            out.append(float(ranking_loss(torch.tensor(s), torch.tensor(r.gold))))
+            out.append(float(ranking_loss(s, torch.tensor(r.gold))))
     return out
 
 

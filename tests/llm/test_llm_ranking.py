@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from talent_core.llm.lm import LoadedLM, load_models
-from talent_core.llm.ranking import Scored, score_continuations, select_top
+from talent_core.llm.ranking import Scored, continuation_scores, select_top
 from talent_core.llm.retriever import RetrieverModel
 
 
@@ -31,11 +31,12 @@ def test_cached_batched_scores_equal_full_forward(tiny_dir, settings) -> None:
     assert len({len(c) for c in conts}) > 1  # different lengths packed into one pass
     ends = [tok.eos_token_id, tok("|", add_special_tokens=False)["input_ids"][0]]
     with torch.inference_mode():
-        got = score_continuations(lm.model, torch.tensor([prompt_ids]), conts, ends,
-                                  chunk=2)  # several packed passes
-        alone = [score_continuations(lm.model, torch.tensor([prompt_ids]), [c], ends)[0]
+        got = continuation_scores(lm.model, torch.tensor([prompt_ids]), conts, ends,
+                                  chunk=2).tolist()  # several packed passes
+        alone = [float(continuation_scores(lm.model, torch.tensor([prompt_ids]), [c], ends)[0])
                  for c in conts]
-        together = score_continuations(lm.model, torch.tensor([prompt_ids]), conts, ends)
+        together = continuation_scores(lm.model, torch.tensor([prompt_ids]), conts,
+                                       ends).tolist()
     want = [_brute_force(lm.model, prompt_ids, c, ends) for c in conts]
     assert got == pytest.approx(want, abs=1e-4)
     # a name's score does not depend on the names packed beside it
