@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
 from talent_core.llm.graph_prompt import GraphInput
@@ -57,8 +58,17 @@ class GraphView:
     # with a text budget (rows cut on purpose): the KG nodes of the UNTRUNCATED context, the
     # names ranked decoding chooses the answer from (None: `kg_nodes`)
     answer_nodes: list[CandidateNode] | None = None
-    # local id -> the anchor paths of S that end at it (`anchor_paths`; the "paths" style)
-    paths: dict[str, list[str]] = field(default_factory=dict)
+    # the S the view was cut from: only the "paths" style reads it (`paths`)
+    candidate: Candidate | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def paths(self) -> dict[str, list[str]]:
+        """local id -> the anchor paths of S that end at it (`anchor_paths`), computed when
+        the "paths" style first asks, not for every view."""
+        if self.candidate is None:
+            return {}
+        ids, names = local_ids(self.candidate)
+        return anchor_paths(self.candidate, names, ids)
 
     def csv(self) -> str:
         return graph_csv(self.nodes, self.edges)
@@ -194,7 +204,7 @@ def candidate_view(candidate: Candidate, keep_ids: set[str] | None = None) -> Gr
         dropped_nodes=len(candidate.nodes) - len(nodes),
         dropped_edges=all_edges - len(edges),
         names=names,
-        paths=anchor_paths(candidate, names, ids),
+        candidate=candidate,
     )
 
 
@@ -259,7 +269,7 @@ def generator_view(
         dropped_nodes=len(chosen) - len(s_nodes),
         dropped_edges=total_edges - len(edges),
         names=names,
-        paths=anchor_paths(candidate, names, ids),
+        candidate=candidate,
     )
 
 
