@@ -18,12 +18,14 @@ from talent_core.pipeline import Pipeline
 
 @st.cache_resource(show_spinner="Opening the graph store (the first start of the embedded "
                    "server can take a few seconds)…")
-def _pipeline(adapters: str, decode: str, base_model: str, generator_type: str, store: str
-              ) -> Pipeline:
-    """One Pipeline per (adapters, decoding, base model, generator type, store): the cache
-    key names them all (``store`` only as the key: the settings name the same store)."""
+def _pipeline(adapters: str, decode: str, base_model: str, generator_type: str, store: str,
+              planner: str | None = None) -> Pipeline:
+    """One Pipeline per (adapters, decoding, base model, generator type, store, planner): the
+    cache key names them all (``store`` only as the key: the settings name the same
+    store)."""
     return Pipeline(adapters=adapters or None, decode=decode,  # type: ignore[arg-type]
-                    base_model=base_model, generator_type=generator_type)  # type: ignore[arg-type]
+                    base_model=base_model, generator_type=generator_type,  # type: ignore[arg-type]
+                    planner=planner)
 
 
 def store_key() -> str:
@@ -31,10 +33,11 @@ def store_key() -> str:
     return f"{s.store}:{s.data_dir.expanduser().resolve()}:{s.neo4j_uri}:{s.graph_name}"
 
 
-def get_pipeline(adapters: str, decode: str, base_model: str, generator_type: str | None = None
-                 ) -> Pipeline:
-    return _pipeline(adapters, decode, base_model,
-                     generator_type or get_settings().generator_type, store_key())
+def get_pipeline(adapters: str, decode: str, base_model: str, generator_type: str | None = None,
+                 planner: str | None = None) -> Pipeline:
+    s = get_settings()
+    return _pipeline(adapters, decode, base_model, generator_type or s.generator_type,
+                     store_key(), planner or s.planner)
 
 
 def default_pipeline() -> Pipeline:

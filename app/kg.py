@@ -371,6 +371,7 @@ def export_json(answer: Answer, evidence: Sequence[Evidence]) -> str:
         "generator_edges": [{"src": names.get(e.src, e.src), "rel": e.rel,
                              "dst": names.get(e.dst, e.dst)} for e in answer.edges],
         "ranked": [r.model_dump() for r in answer.ranked],
+        "plan": [p.model_dump() for p in answer.plan],
         "frozen": answer.frozen,
         "timings_ms": answer.timings_ms,
     }

@@ -13,7 +13,10 @@
 # Needs MetaQA loaded into $TALENT_DATA_DIR first:
 #   TALENT_DATA_DIR=.talent/metaqa talent load $METAQA/kb.txt --format metaqa
 # STAGES (default "all") picks steps:
-#   split,examples,retriever,tune1,generator,tune2,install,eval,webqsp,report
+#   split,examples,retriever,tune1,generator,tune2,planner,tune3,install,eval,webqsp,report
+# planner: the relation-path planner (talent train planner, all 1,800 training questions);
+# tune3: its answer weight w on the validation questions (ranked full + no retriever rows,
+# bench/planner_weight.py --write); install also copies it into the package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 METAQA=${METAQA:-../shared/data/metaqa}
@@ -77,8 +80,27 @@ if want tune2; then
   talent train tune-ranking "$EXP/val_h3.jsonl" --retriever "$RUNS/metaqa-retriever" \
     --generator "$RUNS/metaqa-generator" --report "$EXP/tune.json"
 fi
+if want planner; then
+  /usr/bin/time -v python -m talent_core train planner "$EXP/train.txt" "$EXP/train_extra.txt" \
+    --val "$EXP/val.txt" --format metaqa -o "$RUNS/planner-metaqa" --name metaqa \
+    2> "$RUNS/planner.log"
+fi
+if want tune3; then
+  for m in full no-retriever; do
+    talent eval "$EXP/val.txt" --format metaqa --hops 3 --mode $m --decode ranked \
+      --planner "$RUNS/planner-metaqa" --rows "$EXP/val_planner_$m.jsonl"
+  done
+  python bench/planner_weight.py "$EXP/val_planner_full.jsonl" \
+    "$EXP/val_planner_no-retriever.jsonl" --planner "$RUNS/planner-metaqa" --write \
+    --out bench/results/planner_weight.json
+fi
 if want install; then  # the evaluation runs the installed (float16) copies users get
   python bench/model_card.py --runs "$RUNS" --install
+  if [[ -f "$RUNS/planner-metaqa/planner.json" ]]; then
+    mkdir -p talent_core/adapters/planner/metaqa
+    cp "$RUNS/planner-metaqa/planner.json" "$RUNS/planner-metaqa/planner.npz" \
+      talent_core/adapters/planner/metaqa/
+  fi
 fi
 if want eval; then
   # free decoding: the first FREE_PER_HOP test questions of each hop (balanced subset)

@@ -5,7 +5,8 @@ whole process) and the per-question rows of `talent eval --rows` for each ablati
 the test questions by hop (looked up in the MetaQA dev files).
 
     python bench/llm_report.py --exp .talent/exp --runs runs \
-        --metaqa ../shared/data/metaqa --out bench/results/llm_metaqa.json
+        --metaqa ../shared/data/metaqa --out bench/results/llm_metaqa.json \
+        [--baseline EXP_WITHOUT_PLANNER]
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ MODES = {  # label -> rows file under --exp (talent eval --rows)
                         ("no retriever (S straight to the generator)", "noretriever"),
                         ("frozen retriever (base model selects)", "frozen"))
 }
+# --baseline EXP: the same ranked ablations measured without the relation-path planner
+BASELINE = {f"ranked, no planner / {label}": f"eval_ranked_{name}.jsonl"
+            for label, name in (("full (trained retriever + generator)", "full"),
+                                ("no retriever (S straight to the generator)", "noretriever"),
+                                ("frozen retriever (base model selects)", "frozen"))}
 TRAIN_KEYS = ("examples", "epochs", "steps", "seconds_this_run", "seconds_per_step",
               "seconds_per_example", "first_loss", "final_loss", "val_loss", "mean_tokens",
               "max_tokens", "mean_positive", "mean_weak", "examples_without_positive",
@@ -89,6 +95,8 @@ def main() -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--metaqa", type=Path, default=Path("../shared/data/metaqa"))
     ap.add_argument("--out", type=Path, default=Path("bench/results/llm_metaqa.json"))
+    ap.add_argument("--baseline", type=Path, help="an --exp directory of ranked rows measured "
+                    "with --planner none (reported as 'ranked, no planner')")
     args = ap.parse_args()
     hops = hop_index(args.metaqa)
     report: dict[str, Any] = {"training": {}, "eval": {}}
@@ -96,21 +104,30 @@ def main() -> int:
         run = args.runs / f"metaqa-{kind}"
         if (run / "talent_meta.json").exists():
             report["training"][kind] = training(run, args.runs / f"{kind}.log")
-    for label, name in MODES.items():
-        path = args.exp / name
+    if args.out.exists():  # training runs no longer on disk: keep what was measured
+        before = json.loads(args.out.read_text()).get("training", {})
+        report["training"] = {**before, **report["training"]}
+    sources = [(label, args.exp / name) for label, name in MODES.items()]
+    if args.baseline:
+        sources += [(label, args.baseline / name) for label, name in BASELINE.items()]
+    for label, path in sources:
         if not path.exists():
             continue
         rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        if label.startswith("ranked /") and any(r.get("plan") for r in rows):
+            label = label.replace("ranked /", "ranked + planner /", 1)
         by_hop: dict[str, list[dict]] = {}
         for r in rows:
             by_hop.setdefault(f"{hops.get(' '.join(r['question'].split()), 0)}-hop", []).append(r)
         report["eval"][label] = {"all": summary(rows),
                                  **{h: summary(rs) for h, rs in sorted(by_hop.items())}}
     for name in ("full", "noretriever", "frozen"):  # MetaQA adapters on WebQSP-evidence
-        path = args.exp / f"webqsp_ranked_{name}.jsonl"
-        if path.exists():
-            rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-            report.setdefault("webqsp", {})[name] = summary(rows)
+        for key, stem in (("webqsp", "webqsp_ranked"),  # + a planner trained on WebQSP
+                          ("webqsp_planner", "webqsp_planner_ranked")):
+            path = args.exp / f"{stem}_{name}.jsonl"
+            if path.exists():
+                rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+                report.setdefault(key, {})[name] = summary(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))
 

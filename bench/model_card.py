@@ -87,18 +87,24 @@ def card(metas: dict[str, Any], results: dict[str, Any]) -> str:
             lines.append(f"| {label} | {a['n']} | {_fmt(c.get('hit'))} / {c.get('size', 0):.1f}"
                          f" | {vh} | **{_fmt(a.get('hit@1'))}** ({hops}) |")
     main = next(iter(ev.values()), {}).get("all", {})  # the default mode: ranked / full
+    alone = next((v["all"] for k, v in ev.items() if k.startswith("ranked, no planner / full")),
+                 None)
     share = main.get("selected_vs_s", {})
     lines += ["", "## Limits",
-              f"- QA Hit@1 is {_fmt(main.get('hit@1'))} on held-out MetaQA (default mode): "
-              "far below trained KGQA systems (EmbedKGQA / NSM ~0.95-0.99, trained on 300k "
-              f"questions) and below the product's targets; the retriever's V̂ keeps "
-              f"{_fmt(share.get('hit_share'), 2)} of S's Hit with "
-              f"{_fmt(share.get('size_share'), 2)} of its nodes.",
+              f"- QA Hit@1 is {_fmt(main.get('hit@1'))} on held-out MetaQA in the default mode "
+              "(ranked decoding with the bundled relation-path planner, "
+              "`talent_core/adapters/planner/`)"
+              + (f"; these adapters alone (`--planner none`) score {_fmt(alone.get('hit@1'))}, "
+                 "far below trained KGQA systems (EmbedKGQA / NSM ~0.95-0.99, trained on 300k "
+                 "questions)" if alone else "")
+              + f". The retriever's V̂ keeps {_fmt(share.get('hit_share'), 2)} of S's Hit "
+              f"with {_fmt(share.get('size_share'), 2)} of its nodes.",
               "- A 135M model trained on 1,002 questions: it answers the "
               "MetaQA question types it saw; other KGs (WebQSP/Freebase) and phrasings fare "
               "worse (see the README's WebQSP row).",
-              "- Ranked decoding only answers with names in the generator's context (KG "
-              "nodes); free decoding can name anything, as in the paper.",
+              "- Ranked decoding only answers with KG nodes: the generator's context and, "
+              "with the planner, the ends of its planned relation paths; free decoding can "
+              "name anything, as in the paper.",
               f"- Produced by `bench/llm_metaqa.sh`: the retriever at commit {r.git_commit}, "
               f"the generator at commit {g.git_commit}."]
     return "\n".join(lines) + "\n"

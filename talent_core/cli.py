@@ -40,6 +40,7 @@ ANNOTATE_HELP = "Pseudo-gold reasoning nodes for ExplaGraphs with an LLM (paper 
 
 def _train_app() -> typer.Typer:
     from talent_core.llm import cli as _llm_cli
+    from talent_core.retrieval.planner_train import train_planner
     from talent_core.retrieval.subgraphrag_train import train_subgraphrag
 
     train_app = typer.Typer(no_args_is_help=True, help=TRAIN_HELP, add_completion=False)
@@ -47,6 +48,7 @@ def _train_app() -> typer.Typer:
     train_app.command("generator")(_llm_cli.train_generator)
     train_app.command("tune-ranking")(_llm_cli.tune_ranking)
     train_app.command("subgraphrag")(train_subgraphrag)
+    train_app.command("planner")(train_planner)
     return train_app
 
 
@@ -86,6 +88,12 @@ class _LazyGroup(TyperGroup):
         cmd = typer.main.get_command(build())
         cmd.name = cmd_name
         return cmd
+
+
+def _planner_error() -> type[Exception]:
+    from talent_core.retrieval.planner import PlannerError
+
+    return PlannerError
 
 
 def _scorer_error() -> type[Exception]:
@@ -137,6 +145,10 @@ GeneratorTypeOpt = Annotated[str | None, typer.Option(
     "--generator-type", help="text (the context as CSV rows; default, TALENT_GENERATOR_TYPE) "
     "or graph-prompt (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/ "
     "or --generator DIR)")]
+PlannerOpt = Annotated[str | None, typer.Option(
+    "--planner", help="the relation-path planner that re-weights ranked answers: bundled "
+    "(the shipped one whose relations the store holds; default, TALENT_PLANNER), none, or a "
+    "directory from `talent train planner`")]
 FrozenRetriever = Annotated[bool, typer.Option(
     "--frozen-retriever", help="the retriever runs without adapter (ablation)")]
 
@@ -148,7 +160,7 @@ def _decode(decode: str | None) -> str | None:
 
 
 def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever, decode,
-              question_format=None, store=None, generator_type=None):
+              question_format=None, store=None, generator_type=None, planner=None):
     """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
     from talent_core.pipeline import Pipeline
 
@@ -165,7 +177,7 @@ def _pipeline(config, retriever, generator, base_model, adapters, frozen_retriev
                         base_model=base_model, adapters=adapters,
                         frozen_retriever=frozen_retriever, decode=_decode(decode),
                         question_format=question_format, store=store,
-                        generator_type=generator_type)
+                        generator_type=generator_type, planner=planner)
     except FileNotFoundError as e:
         raise _fail(str(e)) from None
 
@@ -319,6 +331,7 @@ def ask(
     adapters: AdaptersOpt = None,
     generator_type: GeneratorTypeOpt = None,
     frozen_retriever: FrozenRetriever = False,
+    planner: PlannerOpt = None,
     fmt: QuestionFormatOpt = None,
     topic: Topic = None,
     json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -332,13 +345,14 @@ def ask(
         raise _fail("--no-retriever and --retriever exclude each other")
     config = _retrieval_config(retrieval)
     pipe = _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                     decode, _question_format(fmt, None), generator_type=generator_type)
+                     decode, _question_format(fmt, None), generator_type=generator_type,
+                     planner=planner)
     mode = "no-retriever" if no_retriever else "full"
     _empty_store_notice(pipe)
     _frozen_notice(pipe.frozen_in(mode))
     try:
         ans = pipe.ask(question, topic or None, mode=mode)
-    except (TextInputError, _scorer_error()) as e:
+    except (TextInputError, _scorer_error(), _planner_error()) as e:
         raise _fail(str(e)) from None
     finally:
         pipe.close()
@@ -349,7 +363,12 @@ def ask(
     _echo("answer: " + (" | ".join(ans.answer) or "(none)")
           + f"   [{ans.decode}, {ans.generator} generator]")
     for r in ans.ranked[:5]:
-        _echo(f"  {r.score:9.3f}  {r.name}")
+        _echo(f"  {r.score:9.3f}  {r.name}" + ("" if r.prior is None else
+                                               f"   (model {r.lm_score:.3f}, path prior "
+                                               f"{r.prior:.2f})"))
+    if ans.plan:
+        _echo("planned relation paths: " + "; ".join(
+            f"{' > '.join(p.rels)} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
     _echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
           + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
@@ -376,6 +395,7 @@ def answer_json(ans) -> dict:
         "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
         "frozen": ans.frozen,
         "generator": ans.generator,
+        "plan": [p.model_dump() for p in ans.plan],
         "timings_ms": ans.timings_ms,
     }
 
@@ -433,6 +453,7 @@ def eval_cmd(
     adapters: AdaptersOpt = None,
     generator_type: GeneratorTypeOpt = None,
     frozen_retriever: FrozenRetriever = False,
+    planner: PlannerOpt = None,
     limit: Annotated[int | None, typer.Option(min=1, help="at most N questions (--report: "
                                               "in all, over every file)")] = None,
     offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
@@ -477,7 +498,7 @@ def eval_cmd(
                         "(llm-ranked, llm-free)")
         _eval_report(questions, fmt, retriever, generator, base_model, adapters,
                      frozen_retriever, limit, offset, report, methods, modes, sweep,
-                     sample_seed, annotations, retrieval, generator_type)
+                     sample_seed, annotations, retrieval, generator_type, planner)
         return
     given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
                             ("--sample-seed", sample_seed), ("--annotations", annotations))
@@ -494,14 +515,14 @@ def eval_cmd(
     config = _retrieval_config(retrieval)
     pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
             _pipeline(config, retriever, generator, base_model, adapters, frozen_retriever,
-                      decode, qfmt, generator_type=generator_type))
+                      decode, qfmt, generator_type=generator_type, planner=planner))
     _frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     _empty_store_notice(pipe)
     try:
         recs = itertools.islice(read_questions(questions[0], qfmt), offset,
                                 offset + limit if limit else None)
         summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
-    except QuestionFileError as e:
+    except (QuestionFileError, _planner_error()) as e:
         raise _fail(str(e)) from None
     finally:
         pipe.close()
@@ -512,7 +533,7 @@ def eval_cmd(
 
 def _eval_report(questions, fmt, retriever, generator, base_model, adapters, frozen_retriever,
                  limit, offset, out_dir, methods, modes, sweep, sample_seed, annotations,
-                 retrieval, generator_type=None) -> None:
+                 retrieval, generator_type=None, planner=None) -> None:
     """`talent eval --report DIR` (talent_core.report)."""
     import shlex
 
@@ -540,7 +561,7 @@ def _eval_report(questions, fmt, retriever, generator, base_model, adapters, fro
         store = MemoryStore()
     if options.llm:
         pipe = _pipeline(config, retriever, generator, base_model, adapters, False, None,
-                         qfmt, store=store, generator_type=generator_type)
+                         qfmt, store=store, generator_type=generator_type, planner=planner)
         _frozen_notice([r for r in pipe.frozen_roles
                         if r == "generator" or set(options.modes) & {"full"}])
     else:
@@ -548,7 +569,7 @@ def _eval_report(questions, fmt, retriever, generator, base_model, adapters, fro
     command = "talent " + shlex.join(sys.argv[1:]) if sys.argv[1:] else None
     try:
         rep = run_report(pipe, options, out_dir, command=command)
-    except (ReportError, QuestionFileError) as e:
+    except (ReportError, QuestionFileError, _planner_error()) as e:
         raise _fail(str(e)) from None
     finally:
         pipe.close()

@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     # the generator: "text" (the paper: the context as CSV rows; adapters' generator/) or
     # "graph-prompt" (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/)
     generator_type: Literal["text", "graph-prompt"] = "text"
+    # the relation-path planner that re-weights ranked answers (`retrieval.planner`; beyond
+    # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's),
+    # "none" = off, or a directory written by `talent train planner`
+    planner: str = "bundled"
     # distributed training (set by torchrun / accelerate launch)
     world_size: int = Field(1, validation_alias=AliasChoices("WORLD_SIZE"))
     local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))

@@ -49,8 +49,12 @@ def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
                                        for r in sel.ranked]
     row["decode"] = ans.decode
     if ans.ranked:
+        # [name, score, is gold] (+ [model score, path prior] under a relation-path plan)
         row["answer_ranked"] = [[r.name, r.score, int(answer_key(r.name) in gold)]
-                                for r in ans.ranked[:10]]
+                                + ([r.lm_score, r.prior] if r.prior is not None else [])
+                                for r in ans.ranked[:20]]
+    if ans.plan:
+        row["plan"] = [[" > ".join(p.rels), p.prob, p.ends] for p in ans.plan]
     if ans.raw or ans.answer:
         row["answer"] = ans.answer
         row["hit@1"] = hit_at_1(ans.answer, rec.answers)

@@ -83,6 +83,7 @@ class Candidate(BaseModel):
     question: str
     method: str = "pcst"  # the retriever that built it (RetrievalConfig.method)
     seeds: list[Seed] = Field(default_factory=list)
+    anchors: list[str] = Field(default_factory=list)  # ids of the seeds expansion started from
     nodes: list[CandidateNode] = Field(default_factory=list)
     edges: list[CandidateEdge] = Field(default_factory=list)
     truncated: bool = False
@@ -110,6 +111,18 @@ class RankedName(BaseModel):
     name: str  # the KG's name for answers; the prompt's lowercase name for V-hat
     score: float
     id: str | None = None  # KG id (answers)
+    # answers under a relation-path plan: score = lm_score + w log(prior + eps)
+    lm_score: float | None = None
+    prior: float | None = None
+    path: str | None = None  # the likeliest planned relation path reaching it ("r1 > r2")
+
+
+class PlannedPath(BaseModel):
+    """A relation path the planner expects the answer at (`retrieval.planner`)."""
+
+    rels: list[str]  # relations followed from the anchors, direction ignored
+    prob: float
+    ends: int = 0  # nodes it reaches in the KG (within the walk's caps)
 
 
 class Selection(BaseModel):
@@ -138,4 +151,5 @@ class Answer(BaseModel):
     ranked: list[RankedName] = Field(default_factory=list)  # ranked: every candidate answer
     frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
     generator: GeneratorType = "text"  # which generator answered
+    plan: list[PlannedPath] = Field(default_factory=list)  # ranked answers' relation paths
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -28,6 +28,7 @@ from talent_core.models import (
     Decode,
     Entity,
     GeneratorType,
+    PlannedPath,
     RankedName,
     Selection,
     StoreStats,
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
     from loaders import LoadReport
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.lm import Stage
+    from talent_core.llm.ranking import Scored
     from talent_core.llm.retriever import RetrieverModel
+    from talent_core.retrieval.planner import PlannerModel
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,7 @@ class Pipeline:
         decode: Decode | None = None,
         question_format: QuestionFormat | None = None,
         generator_type: GeneratorType | None = None,
+        planner: str | None = None,
     ):
         """``adapters``: "bundled" (default, `settings.adapters`), "none" or a directory with
         retriever/ and generator/; ``retriever_dir`` / ``generator_dir`` override one role;
@@ -71,7 +75,9 @@ class Pipeline:
         ``question_format``: the dataset the questions come from (its domain stopwords;
         default `settings.question_format`); ``generator_type``: "text" or "graph-prompt"
         (which generator adapter "bundled" / a directory of adapters provides; default
-        `settings.generator_type`; a ``generator_dir`` is what it is)."""
+        `settings.generator_type`; a ``generator_dir`` is what it is); ``planner``: the
+        relation-path planner of ranked answers, "bundled", "none" or a directory (default
+        `settings.planner`)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
         self._embedder = embedder
@@ -88,6 +94,11 @@ class Pipeline:
         self.retriever_dir = Path(chosen_r) if chosen_r else None
         self.generator_dir = Path(chosen_g) if chosen_g else None
         self.decode: Decode = decode or self.settings.decode
+        self.planner_spec = planner or self.settings.planner
+        if self.planner_spec not in ("bundled", "none") and not Path(self.planner_spec).is_dir():
+            raise FileNotFoundError(f"{self.planner_spec}: planner directory not found "
+                                    "(TALENT_PLANNER: bundled, none or a directory)")
+        self._planner: tuple[PlannerModel | None, set[str]] | None = None
         self._models: tuple[RetrieverModel, GeneratorModel] | None = None
 
     # --- lazily loaded resources (loaded once) -----------------------------------------
@@ -98,6 +109,41 @@ class Pipeline:
             self._embedder = get_embedder(s.embedding_model, s.device, s.embed_batch_size,
                                           s.query_embedder)
         return self._embedder
+
+    @property
+    def planner(self) -> PlannerModel | None:
+        """The relation-path planner ranked answers use (None: off, or no planner fits
+        this store's relations), loaded once."""
+        if self._planner is None:
+            from talent_core.retrieval.planner import resolve_planner
+
+            self._planner = resolve_planner(self.planner_spec, self.store,
+                                            self.settings.embedding_model)
+        return self._planner[0]
+
+    def plan(self, candidate: Candidate
+             ) -> tuple[list[PlannedPath], dict[str, float], dict[str, str]]:
+        """The planned relation paths from ``candidate``'s anchors, the prior pi(node id)
+        they give and the likeliest planned path reaching each node ("r1 > r2"); all empty
+        without a planner or anchors."""
+        from talent_core.retrieval.planner import (
+            node_paths,
+            node_prior,
+            plan_text,
+            planned,
+            walk,
+        )
+
+        model = self.planner
+        if model is None or not candidate.anchors:
+            return [], {}, {}
+        names = {s.id: s.name for s in candidate.seeds}
+        text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
+        steps = model.plan(self.embedder.encode([text])[0], known=self._planner[1])
+        ends, _ = walk(self.store.follow, candidate.anchors, [t for t, _ in steps],
+                       limit=model.walk_limit)
+        via = {n: " > ".join(t) for n, t in node_paths(steps, ends).items()}
+        return planned(steps, ends), node_prior(steps, ends), via
 
     @property
     def frozen_roles(self) -> list[str]:
@@ -207,14 +253,27 @@ class Pipeline:
         context = generator.context(question, candidate, selection)
         kg = kg_names(context, selection)
         ranked: list[RankedName] = []
+        plan: list[PlannedPath] = []
+        prior: dict[str, float] = {}
+        via: dict[str, str] = {}
         raw = ""
         if decode == "ranked":
             # candidate answers: the context's KG nodes (and grounded out-of-S names); never
             # a name the KG does not hold
+            if generator.task != "label":
+                t_plan = time.perf_counter()
+                plan, prior, via = self.plan(candidate)
+                if plan:
+                    self._join_planned(kg, prior)
+                timings["planner"] = (time.perf_counter() - t_plan) * 1000
             names = None if generator.task == "label" else list(kg)
             scored = generator.rank(question, context, names)
-            ranked = [RankedName(name=kg.get(x.name, (x.name, None))[0], score=round(x.score, 4),
-                                 id=kg.get(x.name, (None, None))[1]) for x in scored]
+            if plan:
+                ranked, scored = self._rescored(scored, kg, prior, via)
+            else:
+                ranked = [RankedName(name=kg.get(x.name, (x.name, None))[0],
+                                     score=round(x.score, 4), id=kg.get(x.name, (None, None))[1])
+                          for x in scored]
             answers = [kg.get(x.name, (x.name, None))[0] for x in generator.choose(scored)]
         else:
             found, raw = generator.answer(question, context)
@@ -235,7 +294,41 @@ class Pipeline:
             ranked=ranked,
             frozen=frozen,
             generator=generator.kind,
+            plan=plan,
         )
+
+    def _join_planned(self, kg: dict[str, tuple[str, str]], prior: dict[str, float]) -> None:
+        """Add to the candidate answers ``kg`` (prompt name -> (KG name, id)) the nodes the
+        planned paths reach outside the context, likeliest first, at most the planner's
+        `join_limit` (RoG's answers are the planned paths' ends; a node of S the retriever
+        left out, or one past S, can then still be the answer)."""
+        from talent_core.llm.parsing import clean_name
+
+        model = self.planner
+        have = {node for _, node in kg.values()}
+        ids = sorted((i for i in prior if i not in have), key=lambda i: (-prior[i], i))
+        for e in self.store.entities_by_id(ids[: model.join_limit if model else 0]):
+            kg.setdefault(clean_name(e.name), (e.name, e.id))
+
+    def _rescored(self, scored: list[Scored], kg: dict[str, tuple[str, str]],
+                  prior: dict[str, float], via: dict[str, str]
+                  ) -> tuple[list[RankedName], list[Scored]]:
+        """Ranked answers re-weighted by the plan's prior (`planner.rescore`), best first."""
+        from talent_core.llm.ranking import Scored
+        from talent_core.retrieval.planner import rescore
+
+        model = self.planner
+        assert model is not None
+        rows = []
+        for x in scored:
+            name, node = kg.get(x.name, (x.name, None))
+            p = prior.get(node, 0.0) if node else 0.0
+            rows.append((rescore(x.score, p, model.answer_weight, model.eps), x, name, node, p))
+        rows.sort(key=lambda r: -r[0])
+        ranked = [RankedName(name=name, score=round(s, 4), id=node, lm_score=round(x.score, 4),
+                             prior=round(p, 4), path=via.get(node) if node else None)
+                  for s, x, name, node, p in rows]
+        return ranked, [Scored(x.name, s) for s, x, *_ in rows]
 
     def _lookup(self, names: list[str]) -> dict[str, Entity]:
         """Ground out-of-candidate names: normalised exact name match in the whole KG."""

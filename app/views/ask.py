@@ -97,7 +97,7 @@ def ensure_models(pipe: Pipeline) -> None:
     st.toast(f"Language models loaded in {took:.0f} s")
 
 
-def sidebar() -> tuple[str, str, str, str, dict[str, Any]]:
+def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
     settings = get_settings()
     with st.sidebar:
         st.header("Models")
@@ -110,6 +110,16 @@ def sidebar() -> tuple[str, str, str, str, dict[str, Any]]:
             index=0 if settings.decode == "ranked" else 1,
             help="ranked: every candidate name is scored by the model; answers are KG nodes "
             "with scores. free: the paper's greedy decoding of a name list.")
+        use_plan = st.checkbox(
+            "Relation-path planner", value=settings.planner != "none", key="planner",
+            disabled=decode != "ranked",
+            help="ranked decoding only (beyond the paper): a classifier predicts which "
+            "relation path from the question's topic entity holds the answer, and candidate "
+            "answers off every planned path lose (score = model log-likelihood + w log(path "
+            "prior + eps)). The shipped planner serves MetaQA's relations; on another KG it "
+            "stays off.")
+        planner = (settings.planner if settings.planner != "none" else "bundled"
+                   ) if use_plan else "none"
         choice = st.selectbox(
             "Adapters", ["bundled (trained)", "none (frozen base model)", "directory…"],
             key="adapters",
@@ -154,7 +164,7 @@ def sidebar() -> tuple[str, str, str, str, dict[str, Any]]:
                 help=RetrievalConfig.model_fields["top_egos"].description)
             overrides["ego_hops"] = st.slider("ego-graph radius", 1, int(hi or 3),
                                               defaults.ego_hops, key="ego_hops")
-    return mode, decode, adapters.strip(), generator_type, overrides
+    return mode, decode, adapters.strip(), generator_type, planner, overrides
 
 
 def history_sidebar() -> None:
@@ -236,18 +246,28 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         st.markdown("**Answer:** " + (" | ".join(f"**{plain(a)}**" for a in answer.answer)
                                       or "_(no answer)_"))
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
-        st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}")
+        st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}"
+                   + (" · relation-path planner" if answer.plan else ""))
+        if answer.plan:
+            st.markdown(plain("Planned relation paths: " + "; ".join(
+                f"{' > '.join(p.rels)} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
+        via = {r.name: r.path for r in answer.ranked if r.path}
         for ev in h["evidence"]:
             if ev.text:
                 for t in ev.text:
                     st.markdown(plain(f"{ev.answer}:  {t}"))
             else:
                 st.markdown(plain(f"{ev.answer}: no path from a seed in S"
-                                  + (" (named outside S)" if ev.id else "")))
+                                  + (" (named outside S)" if ev.id else "")
+                                  + (f"; reached in the KG by the planned path {via[ev.answer]}"
+                                     if ev.answer in via else "")))
         if answer.ranked:
             with st.expander("ranked candidate answers (log-likelihood)"):
                 st.dataframe([{"answer": r.name, "score": r.score, "id": r.id,
-                               "chosen": r.name in answer.answer} for r in answer.ranked],
+                               "chosen": r.name in answer.answer,
+                               **({"model score": r.lm_score, "path prior": r.prior,
+                                   "planned path": r.path or ""}
+                                  if r.prior is not None else {})} for r in answer.ranked],
                              width="stretch")
         else:
             with st.expander("raw generator output"):
@@ -323,9 +343,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
 
 def page() -> None:
     settings = get_settings()
-    mode, decode, adapters, generator_type, overrides = sidebar()
+    mode, decode, adapters, generator_type, planner, overrides = sidebar()
     try:
-        pipe = get_pipeline(adapters, decode, settings.base_model, generator_type)
+        pipe = get_pipeline(adapters, decode, settings.base_model, generator_type, planner)
     except FileNotFoundError as e:
         st.error(plain(str(e)))
         return

@@ -84,7 +84,50 @@ def retrieve(
     cfg = apply_overrides(config or RetrievalConfig(), **overrides)
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
+    seeds, enc = find_seeds(question, store, embedder, cfg, topic_entities, encoding, timings)
+    anchors = seeds.anchors()
 
+    if cfg.method == "vector":
+        cand = _vector(question, store, enc, seeds, cfg, timings)
+    elif cfg.method == "subgraphrag":
+        from talent_core.retrieval.subgraphrag import subgraphrag_candidate
+
+        cand = subgraphrag_candidate(question, store, embedder, enc, seeds, cfg, timings)
+    elif cfg.method == "grag":
+        from talent_core.retrieval.grag import grag_candidate
+
+        cand = grag_candidate(question, store, embedder, enc, seeds, cfg, timings)
+    elif cfg.prizes == "paper":
+        cand = _paper(question, store, enc, seeds, cfg, timings)
+    else:
+        cand = _default(question, store, embedder, enc, seeds, cfg, timings)
+    cand.method = cfg.method
+    cand.anchors = [a.id for a in anchors]
+    timings["total"] = ms_since(t_all)
+    cand.timings_ms = timings
+    log.debug(
+        "retrieved |S|=%d nodes, %d edges from %d anchors in %.1f ms",
+        len(cand.nodes),
+        len(cand.edges),
+        len(anchors),
+        timings["total"],
+    )
+    return cand
+
+
+def find_seeds(
+    question: str,
+    store: GraphReader,
+    embedder: Embedder,
+    cfg: RetrievalConfig,
+    topic_entities: Sequence[str] | None = None,
+    encoding: QuestionEncoding | None = None,
+    timings: dict[str, float] | None = None,
+) -> tuple[SeedSet, QuestionEncoding]:
+    """Stage 1: topic/name/fulltext seeds, the question's encoding, vector seeds; the
+    anchors (`SeedSet.anchors`) are where expansion starts. ``timings`` gets `seeds` and
+    `embed` (ms)."""
+    timings = {} if timings is None else timings
     t = time.perf_counter()
     seeds = text_seeds(
         question,
@@ -106,33 +149,7 @@ def retrieve(
     t = time.perf_counter()
     add_vector_seeds(seeds, store, enc.vector, cfg.k_seed, cfg.vector_anchors)
     timings["seeds"] += ms_since(t)
-    anchors = seeds.anchors()
-
-    if cfg.method == "vector":
-        cand = _vector(question, store, enc, seeds, cfg, timings)
-    elif cfg.method == "subgraphrag":
-        from talent_core.retrieval.subgraphrag import subgraphrag_candidate
-
-        cand = subgraphrag_candidate(question, store, embedder, enc, seeds, cfg, timings)
-    elif cfg.method == "grag":
-        from talent_core.retrieval.grag import grag_candidate
-
-        cand = grag_candidate(question, store, embedder, enc, seeds, cfg, timings)
-    elif cfg.prizes == "paper":
-        cand = _paper(question, store, enc, seeds, cfg, timings)
-    else:
-        cand = _default(question, store, embedder, enc, seeds, cfg, timings)
-    cand.method = cfg.method
-    timings["total"] = ms_since(t_all)
-    cand.timings_ms = timings
-    log.debug(
-        "retrieved |S|=%d nodes, %d edges from %d anchors in %.1f ms",
-        len(cand.nodes),
-        len(cand.edges),
-        len(anchors),
-        timings["total"],
-    )
-    return cand
+    return seeds, enc
 
 
 def _vector(

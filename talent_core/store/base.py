@@ -78,6 +78,10 @@ class GraphReader(Protocol):
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
         """Undirected n-hop expansion within `caps`; `truncated` says when a cap cut."""
 
+    def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
+        """(id, neighbour id) for every neighbour of each of `ids` over relation `rel`,
+        direction ignored: at most `limit` per node, in neighbour-id order."""
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         """Cosine similarity of `vector` to each stored entity embedding."""
 

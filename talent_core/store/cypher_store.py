@@ -216,6 +216,14 @@ class CypherStore:
 
         return expand(self.entities_by_id(seed_ids), fetch, hops, caps)
 
+    def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for chunk in chunks(lookup_keys(ids), self.batch_size):
+            rows = self._read("follow_relation", {"ids": list(chunk), "rel": rel,
+                                                  "limit": int(limit)})
+            out.extend((str(f), str(m)) for f, m in rows)
+        return out
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._similarity("entity_similarity", "ids", ids, vector)
 

@@ -201,6 +201,14 @@ class MemoryStore:
             for mid, rel, out in rows[:limit]:
                 yield (fid, out, rel, mid, self._names[mid])
 
+    def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
+        adjacent = self._ix.adjacent
+        out: list[tuple[str, str]] = []
+        for fid in lookup_keys(ids):
+            mids = sorted({mid for mid, r, _ in adjacent.get(fid, ()) if r == rel})
+            out.extend((fid, mid) for mid in mids[: max(0, int(limit))])
+        return out
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._ix.entities.similarity(ids, vector)
 

@@ -410,6 +410,22 @@ def test_neighbourhood_hops(read_store):
         nb(read_store, ["e"], hops=4)
 
 
+def test_follow_one_relation_both_directions(read_store):
+    load_nb(read_store)
+    # c has r2 from b, r3 to d, r6 to a: only the asked relation, whichever way it points
+    assert read_store.follow(["c"], "r3", 10) == [("c", "d")]
+    assert sorted(read_store.follow(["c", "b"], "r2", 10)) == [("b", "c"), ("c", "b")]
+    assert read_store.follow(["a"], "r6", 10) == [("a", "c")]
+    # per-node limit in neighbour-id order; unknown ids and relations give nothing
+    leaves = read_store.follow(["H"], "genre_of", 5)
+    assert leaves == [("H", f"leaf{i:02d}") for i in range(5)]
+    assert read_store.follow(["H"], "genre_of", 100)[-1] == ("H", "leaf19")
+    assert read_store.follow(["nope"], "r1", 10) == []
+    assert read_store.follow(["a"], "no such relation", 10) == []
+    assert read_store.follow(["a"], "r1; MATCH (n) DETACH DELETE n", 10) == []
+    assert len(nb(read_store, ["a"], hops=1).edges) == 3  # the text above was a parameter
+
+
 def test_neighbourhood_fanout_cap(read_store):
     load_nb(read_store)
     full = nb(read_store, ["H"], hops=1, fanout=50)

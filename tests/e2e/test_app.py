@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
@@ -56,7 +58,25 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     assert any("frozen base model" in w.value for w in at.warning)
     ranked = at.dataframe[0].value  # the ranked candidate answers
     candidates = set(at.dataframe[1].value["name"])
-    assert set(ranked["answer"]) <= candidates and ranked["chosen"].iloc[0]
+    # the bundled planner serves the toy KG's MetaQA relations: the ends of its planned
+    # paths join S's nodes as candidate answers, and the page shows the plan
+    on_path = set(ranked.loc[ranked["planned path"] != "", "answer"])
+    assert set(ranked["answer"]) <= candidates | on_path and ranked["chosen"].iloc[0]
+    # every candidate's score is the model's plus w log(prior + eps) (the shipped w 5, eps
+    # 0.001): the director, on the planned path, gains 34.5 nats on the names off it
+    for _, r in ranked.iterrows():
+        assert r["score"] == pytest.approx(
+            r["model score"] + 5.0 * math.log(r["path prior"] + 1e-3), abs=0.02)
+    assert ranked.set_index("answer").loc["Alfonso Cuarón", "planned path"] == "directed_by"
+    assert any("relation-path planner" in c.value for c in at.caption)
+    assert any(m.value.startswith("Planned relation paths\\: directed\\_by \\(p 0\\.9")
+               for m in at.markdown), [m.value for m in at.markdown]  # shown as text
+
+    at.checkbox(key="planner").uncheck()  # the language model alone: answers are nodes of S
+    _ask_gravity(at)
+    ranked = at.dataframe[0].value
+    assert "planned path" not in ranked.columns
+    assert set(ranked["answer"]) <= set(at.dataframe[1].value["name"])
     assert any("ranked decoding" in c.value for c in at.caption)
 
 
