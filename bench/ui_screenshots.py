@@ -59,10 +59,13 @@ def main() -> int:
             line = next(x for x in driver.find_element(*main).text.splitlines()
                         if x.startswith("Answer:"))
             answer = line.removeprefix("Answer:").strip()
+            plan = next((x.removeprefix("Planned relation paths:").strip()
+                         for x in driver.find_element(*main).text.splitlines()
+                         if x.startswith("Planned relation paths:")), None)
             shot = args.out / f"answer-{i}.png"
             driver.save_screenshot(str(shot))
-            results.append({"question": q, "answer_shown": answer, "seconds": seconds,
-                            "screenshot": str(shot)})
+            results.append({"question": q, "answer_shown": answer, "plan_shown": plan,
+                            "seconds": seconds, "screenshot": str(shot)})
             print(json.dumps(results[-1], ensure_ascii=False))
     finally:
         driver.quit()

@@ -62,11 +62,15 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
     # paths join S's nodes as candidate answers, and the page shows the plan
     on_path = set(ranked.loc[ranked["planned path"] != "", "answer"])
     assert set(ranked["answer"]) <= candidates | on_path and ranked["chosen"].iloc[0]
-    # every candidate's score is the model's plus w log(prior + eps) (the shipped w 5, eps
-    # 0.001): the director, on the planned path, gains 34.5 nats on the names off it
+    # every candidate's score is the model's plus w log(prior + eps) (the shipped planner's
+    # w and eps): the director, on the planned path, gains w log(1000) on names off it
+    from talent_core.retrieval.planner import BUNDLED, PlannerModel
+
+    shipped = PlannerModel.load(BUNDLED / "metaqa")
     for _, r in ranked.iterrows():
         assert r["score"] == pytest.approx(
-            r["model score"] + 5.0 * math.log(r["path prior"] + 1e-3), abs=0.02)
+            r["model score"] + shipped.answer_weight * math.log(r["path prior"] + shipped.eps),
+            abs=0.02)
     assert ranked.set_index("answer").loc["Alfonso Cuarón", "planned path"] == "directed_by"
     assert any("relation-path planner" in c.value for c in at.caption)
     assert any(m.value.startswith("Planned relation paths\\: directed\\_by \\(p 0\\.9")
