@@ -156,19 +156,27 @@ class NumpyBertEmbedder:
         return {i for i in ids if i is not None}
 
     # --- the network ---------------------------------------------------------------------
-    def _forward(self, ids: np.ndarray) -> np.ndarray:
-        """Token vectors (B, T, d) of a batch of equal-length id rows (B, T): no padding."""
+    def _forward(self, ids: np.ndarray, lengths: np.ndarray | None = None) -> np.ndarray:
+        """Token vectors (B, T, d) of a batch of id rows (B, T) right-padded to T; row i's
+        first ``lengths[i]`` tokens are real (default: all): no real token attends to a
+        pad, so its vector is what the unpadded row gives (pads' own vectors are junk)."""
         b, t = ids.shape
         d, h = self.dimension, self._heads
         hd = d // h
         x = self._word[ids] + self._pos[:t] + self._type0
         x = _layer_norm(x, *self._ln0, self._eps).reshape(b * t, d)
         scale = np.float32(1.0 / np.sqrt(hd))
+        mask = None
+        if lengths is not None and int(lengths.min()) < t:
+            mask = np.where(np.arange(t)[None, :] < lengths[:, None], np.float32(0),
+                            np.float32(-1e9)).astype(np.float32)[:, None, None, :]
         for (qkv_w, qkv_b, ao_w, ao_b, ln1_w, ln1_b, in_w, in_b, out_w, out_b, ln2_w,
              ln2_b) in self._layers:
             qkv = (x @ qkv_w + qkv_b).reshape(b, t, 3, h, hd).transpose(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # (B, H, T, hd)
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale
+            if mask is not None:
+                scores += mask
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
@@ -181,20 +189,22 @@ class NumpyBertEmbedder:
         return x.reshape(b, t, d)
 
     def _run(self, texts: list[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Per text: (token ids (T,), token vectors (T, d)); texts of one token count run
-        together in batches of `batch_size`."""
+        """Per text: (token ids (T,), token vectors (T, d)); texts sorted by token count run
+        together in batches of `batch_size`, padded to the longest with a key mask (a
+        question and its relation text: one forward pass, not two)."""
         encs = self._tok.encode_batch(texts, add_special_tokens=True)
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encs]
         out: list[np.ndarray] = [np.empty(0)] * len(texts)
-        by_len: dict[int, list[int]] = {}
-        for i, row in enumerate(ids):
-            by_len.setdefault(len(row), []).append(i)
-        for idx in by_len.values():
-            for s in range(0, len(idx), self.batch_size):
-                part = idx[s:s + self.batch_size]
-                vecs = self._forward(np.stack([ids[i] for i in part]))
-                for i, v in zip(part, vecs, strict=True):
-                    out[i] = v
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for s in range(0, len(order), self.batch_size):
+            part = order[s:s + self.batch_size]
+            lengths = np.array([len(ids[i]) for i in part])
+            batch = np.zeros((len(part), int(lengths.max())), dtype=np.int64)
+            for row, i in enumerate(part):
+                batch[row, :lengths[row]] = ids[i]
+            vecs = self._forward(batch, lengths)
+            for row, i in enumerate(part):
+                out[i] = vecs[row, :lengths[row]]
         return ids, out
 
     @staticmethod

