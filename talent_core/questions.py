@@ -115,6 +115,19 @@ def read_questions(
         yield rec
 
 
+def read_question_files(paths: Sequence[Path | str], fmt: str | None = None,
+                        limit: int | None = None) -> list[QARecord]:
+    """The records of several question files, in order, at most ``limit`` (each file's
+    format ``fmt`` or guessed from its name); the training commands read their files with
+    it. A format that is not one of QUESTION_FORMATS raises `QuestionFileError`."""
+    if fmt is not None and fmt not in QUESTION_FORMATS:
+        raise QuestionFileError(f"--format must be {' or '.join(QUESTION_FORMATS)}, not {fmt!r}")
+    out: list[QARecord] = []
+    for p in paths:
+        out.extend(read_questions(p, fmt or detect_question_format(Path(p))))  # type: ignore[arg-type]
+    return out[:limit]
+
+
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open("rb") as f:
         for lineno, raw in enumerate(f, 1):

@@ -106,27 +106,13 @@ def train_planner(
     """Train the relation-path planner that re-weights ranked answers (`--planner DIR` on
     ask / eval / app; the shipped one serves MetaQA)."""
     from talent_core.pipeline import Pipeline
-    from talent_core.questions import (
-        QUESTION_FORMATS,
-        QuestionFileError,
-        detect_question_format,
-        read_questions,
-    )
+    from talent_core.questions import QuestionFileError, detect_question_format
+    from talent_core.questions import read_question_files as read
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if fmt is not None and fmt not in QUESTION_FORMATS:
-        raise _fail(f"--format must be {' or '.join(QUESTION_FORMATS)}, not {fmt!r}")
-
-    def read(paths: Sequence[Path]) -> list[QARecord]:
-        out: list[QARecord] = []
-        for p in paths:
-            out.extend(read_questions(p, fmt or detect_question_format(p)))  # type: ignore[arg-type]
-        return out
-
     try:
-        train_recs = read(questions)[:limit] if limit else read(questions)
-        val_recs = read([val]) if val else []
+        train_recs, val_recs = read(questions, fmt, limit), read([val], fmt) if val else []
     except QuestionFileError as e:
         raise _fail(str(e)) from None
     if not train_recs:
