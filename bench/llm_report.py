@@ -123,7 +123,8 @@ def main() -> int:
                                  **{h: summary(rs) for h, rs in sorted(by_hop.items())}}
     for name in ("full", "noretriever", "frozen"):  # MetaQA adapters on WebQSP-evidence
         for key, stem in (("webqsp", "webqsp_ranked"),  # + a planner trained on WebQSP
-                          ("webqsp_planner", "webqsp_planner_ranked")):
+                          ("webqsp_planner", "webqsp_planner_ranked"),
+                          ("webqsp_planner_cf", "webqsp_planner_cf_ranked")):  # cross-fitted
             path = args.exp / f"{stem}_{name}.jsonl"
             if path.exists():
                 rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
