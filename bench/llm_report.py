@@ -22,18 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from talent_core.evaluate import summarise
 
+ABLATIONS = (("full (trained retriever + generator)", "full"),  # label, rows file stem
+             ("no retriever (S straight to the generator)", "noretriever"),
+             ("frozen retriever (base model selects)", "frozen"))
 MODES = {  # label -> rows file under --exp (talent eval --rows)
     f"{decode} / {label}": f"eval_{decode}_{name}.jsonl"
-    for decode in ("ranked", "free")
-    for label, name in (("full (trained retriever + generator)", "full"),
-                        ("no retriever (S straight to the generator)", "noretriever"),
-                        ("frozen retriever (base model selects)", "frozen"))
+    for decode in ("ranked", "free") for label, name in ABLATIONS
 }
 # --baseline EXP: the same ranked ablations measured without the relation-path planner
 BASELINE = {f"ranked, no planner / {label}": f"eval_ranked_{name}.jsonl"
-            for label, name in (("full (trained retriever + generator)", "full"),
-                                ("no retriever (S straight to the generator)", "noretriever"),
-                                ("frozen retriever (base model selects)", "frozen"))}
+            for label, name in ABLATIONS}
 TRAIN_KEYS = ("examples", "epochs", "steps", "seconds_this_run", "seconds_per_step",
               "seconds_per_example", "first_loss", "final_loss", "val_loss", "mean_tokens",
               "max_tokens", "mean_positive", "mean_weak", "examples_without_positive",
@@ -65,6 +63,11 @@ def training(run: Path, log: Path) -> dict[str, Any]:
     out["lam"], out["lr"] = meta.get("lam"), meta.get("train", {}).get("lr")
     out["eos_weight"] = meta.get("eos_weight")
     return out
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The per-question rows of `talent eval --rows`."""
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def summary(rows: list[dict]) -> dict[str, Any]:
@@ -113,7 +116,7 @@ def main() -> int:
     for label, path in sources:
         if not path.exists():
             continue
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        rows = read_rows(path)
         if label.startswith("ranked /") and any(r.get("plan") for r in rows):
             label = label.replace("ranked /", "ranked + planner /", 1)
         by_hop: dict[str, list[dict]] = {}
@@ -127,7 +130,7 @@ def main() -> int:
                           ("webqsp_planner_cf", "webqsp_planner_cf_ranked")):  # cross-fitted
             path = args.exp / f"{stem}_{name}.jsonl"
             if path.exists():
-                rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+                rows = read_rows(path)
                 report.setdefault(key, {})[name] = summary(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

@@ -368,7 +368,7 @@ def ask(
                                                f"{r.prior:.2f})"))
     if ans.plan:
         _echo("planned relation paths: " + "; ".join(
-            f"{' > '.join(p.rels)} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
+            f"{p.text} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
     _echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
           + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:

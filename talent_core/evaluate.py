@@ -54,7 +54,7 @@ def score_answer(rec: QARecord, ans: Answer) -> dict[str, Any]:
                                 + ([r.lm_score, r.prior] if r.prior is not None else [])
                                 for r in ans.ranked[:20]]
     if ans.plan:
-        row["plan"] = [[" > ".join(p.rels), p.prob, p.ends] for p in ans.plan]
+        row["plan"] = [[p.text, p.prob, p.ends] for p in ans.plan]
     if ans.raw or ans.answer:
         row["answer"] = ans.answer
         row["hit@1"] = hit_at_1(ans.answer, rec.answers)

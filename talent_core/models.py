@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -114,7 +115,12 @@ class RankedName(BaseModel):
     # answers under a relation-path plan: score = lm_score + w log(prior + eps)
     lm_score: float | None = None
     prior: float | None = None
-    path: str | None = None  # the likeliest planned relation path reaching it ("r1 > r2")
+    path: str | None = None  # the likeliest planned relation path reaching it (`path_text`)
+
+
+def path_text(rels: Sequence[str]) -> str:
+    """How a relation path is written everywhere (answers, rows, UI): "r1 > r2"."""
+    return " > ".join(rels)
 
 
 class PlannedPath(BaseModel):
@@ -123,6 +129,10 @@ class PlannedPath(BaseModel):
     rels: list[str]  # relations followed from the anchors, direction ignored
     prob: float
     ends: int = 0  # nodes it reaches in the KG (within the walk's caps)
+
+    @property
+    def text(self) -> str:
+        return path_text(self.rels)
 
 
 class Selection(BaseModel):

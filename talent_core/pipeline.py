@@ -32,6 +32,7 @@ from talent_core.models import (
     RankedName,
     Selection,
     StoreStats,
+    path_text,
 )
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
@@ -124,7 +125,7 @@ class Pipeline:
     def plan(self, candidate: Candidate
              ) -> tuple[list[PlannedPath], dict[str, float], dict[str, str]]:
         """The planned relation paths from ``candidate``'s anchors, the prior pi(node id)
-        they give and the likeliest planned path reaching each node ("r1 > r2"); all empty
+        they give and the likeliest planned path reaching each node (`path_text`); all empty
         without a planner or anchors."""
         from talent_core.retrieval.planner import (
             node_paths,
@@ -142,7 +143,7 @@ class Pipeline:
         steps = model.plan(self.embedder.encode([text])[0], known=self._planner[1])
         ends, _ = walk(self.store.follow, candidate.anchors, [t for t, _ in steps],
                        limit=model.walk_limit)
-        via = {n: " > ".join(t) for n, t in node_paths(steps, ends).items()}
+        via = {n: path_text(t) for n, t in node_paths(steps, ends).items()}
         return planned(steps, ends), node_prior(steps, ends), via
 
     @property

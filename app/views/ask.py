@@ -250,7 +250,7 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
                    + (" · relation-path planner" if answer.plan else ""))
         if answer.plan:
             st.markdown(plain("Planned relation paths: " + "; ".join(
-                f"{' > '.join(p.rels)} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
+                f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
         via = {r.name: r.path for r in answer.ranked if r.path}
         for ev in h["evidence"]:
             if ev.text:
