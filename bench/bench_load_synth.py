@@ -18,6 +18,7 @@ Writes bench/results/load_synth.json. Timings are measurements, never assertions
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import shutil
 import sys
@@ -92,9 +93,22 @@ def main(argv=None) -> int:
         if stop.is_set():
             raise MemoryError(broke["why"])
 
+    def server_memory() -> dict | None:
+        """The server's own view: live allocations (used) vs resident (rss), AOF state."""
+        try:
+            c = store.server._client(timeout=5.0)
+            m, p = c.info("memory"), c.info("persistence")
+        except Exception:  # noqa: BLE001 - a sample, not a check
+            return None
+        return {"used_mb": round(m["used_memory"] / 2**20),
+                "rss_mb": round(m["used_memory_rss"] / 2**20),
+                "aof_rewrite": p.get("aof_rewrite_in_progress"),
+                "aof_mb": round(p.get("aof_current_size", 0) / 2**20)}  # fmt: skip
+
     def sample() -> None:
         timeline.append({"s": round(time.perf_counter() - t0), "triples": committed["triples"],
                          "rss_mb": dict(rss.peak) if rss else None,
+                         "server_memory": server_memory(),
                          "disk_mb": du_mb(args.work)})  # fmt: skip
 
     def guard() -> None:
@@ -132,6 +146,12 @@ def main(argv=None) -> int:
         stop.set()
         sample()
         out["timeline"] = timeline
+        with contextlib.suppress(Exception):  # FalkorDB's breakdown of the graph's memory
+            c = store.server._client(timeout=120.0)
+            usage = c.execute_command("GRAPH.MEMORY", "USAGE", "synth")
+            out["graph_memory_usage_mb"] = {
+                (k.decode() if isinstance(k, bytes) else k): v
+                for k, v in zip(usage[::2], usage[1::2], strict=True)}  # fmt: skip
         out["wall_seconds"] = round(wall, 1)
         out["peak_rss"] = rss.peak
         if "broke" not in out:

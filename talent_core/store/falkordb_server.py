@@ -17,8 +17,9 @@ batch of thousands of rows, so it is negligible. RDB snapshots are off (`save ""
 (with its RDB preamble after an automatic rewrite) is the only persistence.
 
 Restart cost: FalkorDB does not persist its HNSW vector indexes; it rebuilds them when it
-loads the AOF, synchronously (MetaQA, 43k 384-d vectors: ~18 s on 2 cores). Queries wait
-for the load (the store polls PING while the server answers LOADING).
+loads the AOF, synchronously (MetaQA, 43k 384-d vectors: ~5 s on 2 cores with the HNSW
+settings of cypher/falkordb/schema.cypher; it was ~9 s with FalkorDB's usual M 16). Queries
+wait for the load (the store polls PING while the server answers LOADING).
 
 Who runs the server: `falkordb.lock` in the data dir is flock()ed by the process that starts
 the server and the lock's file descriptor is inherited by redis-server, so the lock is held
@@ -30,7 +31,7 @@ Who stops it (`idle_timeout`, `keep_alive`; `falkordb.server.json` in the data d
 the running server's pid, start time, mode and timeout for `talent server status`):
   * detached (the default for the CLI, the UI and the loaders: TALENT_SERVER_IDLE_TIMEOUT,
     1800 s): the server outlives the command that started it, so the next command skips the
-    start (~20 s on MetaQA, see above). A watchdog (`_watchdog.py --idle`, a few-MB
+    start (~5 s on MetaQA, see above). A watchdog (`_watchdog.py --idle`, a few-MB
     stdlib-only process) stops it cleanly after that many seconds without a client: no
     connection and no command but its own INFO polls (AOF compacted first, as `stop` does).
   * owner (idle_timeout 0, as the tests run): the starting process stops it at exit, and
@@ -169,7 +170,7 @@ class EmbeddedServer:
     def __init__(self, data_dir: Path, start_timeout: float = 300.0):
         self.data_dir = Path(data_dir).expanduser().resolve()
         # keep_alive: leave the server running when this process exits, so the next command
-        # skips the start (FalkorDB rebuilds vector indexes on every start: ~20 s for
+        # skips the start (FalkorDB rebuilds vector indexes on every start: ~5 s for
         # MetaQA). `talent server stop` (or `stop()`) ends it.
         self.keep_alive = False
         # idle_timeout > 0 (and not keep_alive): the server started here is detached: it
