@@ -48,6 +48,17 @@ def du_mb(path: Path) -> float:
     return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1)
 
 
+def _decoded(x):
+    """A RESP reply with bytes keys/values as str (maps and flat key-value lists alike)."""
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, dict):
+        return {_decoded(k): _decoded(v) for k, v in x.items()}
+    if isinstance(x, list) and len(x) % 2 == 0 and all(isinstance(k, bytes) for k in x[::2]):
+        return {_decoded(k): _decoded(v) for k, v in zip(x[::2], x[1::2], strict=True)}
+    return x
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--triples", type=int, default=10_000_000)
@@ -56,6 +67,8 @@ def main(argv=None) -> int:
     ap.add_argument("--min-free-gb", type=float, default=1.5)
     ap.add_argument("--max-minutes", type=float, default=0.0, help="0: no time limit")
     ap.add_argument("--keep", action="store_true", help="keep the loaded store")
+    ap.add_argument("--no-restart", action="store_true",
+                    help="skip the timed restart after the load (HNSW rebuild: minutes)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "load_synth.json")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
@@ -100,7 +113,10 @@ def main(argv=None) -> int:
             m, p = c.info("memory"), c.info("persistence")
         except Exception:  # noqa: BLE001 - a sample, not a check
             return None
-        return {"used_mb": round(m["used_memory"] / 2**20),
+        with contextlib.suppress(Exception):  # entities so far: memory follows them
+            r = c.execute_command("GRAPH.RO_QUERY", "synth", "MATCH (n:Entity) RETURN count(n)")
+            m["entities"] = int(r[1][0][0])
+        return {"entities": m.get("entities"), "used_mb": round(m["used_memory"] / 2**20),
                 "rss_mb": round(m["used_memory_rss"] / 2**20),
                 "aof_rewrite": p.get("aof_rewrite_in_progress"),
                 "aof_mb": round(p.get("aof_current_size", 0) / 2**20)}  # fmt: skip
@@ -148,10 +164,8 @@ def main(argv=None) -> int:
         out["timeline"] = timeline
         with contextlib.suppress(Exception):  # FalkorDB's breakdown of the graph's memory
             c = store.server._client(timeout=120.0)
-            usage = c.execute_command("GRAPH.MEMORY", "USAGE", "synth")
-            out["graph_memory_usage_mb"] = {
-                (k.decode() if isinstance(k, bytes) else k): v
-                for k, v in zip(usage[::2], usage[1::2], strict=True)}  # fmt: skip
+            out["graph_memory_usage_mb"] = _decoded(
+                c.execute_command("GRAPH.MEMORY", "USAGE", "synth"))
         out["wall_seconds"] = round(wall, 1)
         out["peak_rss"] = rss.peak
         if "broke" not in out:
@@ -161,9 +175,10 @@ def main(argv=None) -> int:
             store.server.stop()
             out["stop_seconds"] = round(time.perf_counter() - t, 1)
             out["disk_mb"] = du_mb(args.work)
-            t = time.perf_counter()
-            store.server.ensure_running()
-            out["restart_seconds"] = round(time.perf_counter() - t, 1)
+            if not args.no_restart:
+                t = time.perf_counter()
+                store.server.ensure_running()
+                out["restart_seconds"] = round(time.perf_counter() - t, 1)
             ents = st.entities
             out["triples_per_s_excl_embed"] = round(st.triples / wall)
             out["minilm_embed_estimate_s"] = round(ents / NAMES_PER_S_MINILM)

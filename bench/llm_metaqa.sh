@@ -14,7 +14,8 @@
 #   TALENT_DATA_DIR=.talent/metaqa talent load $METAQA/kb.txt --format metaqa
 # STAGES (default "all") picks steps:
 #   split,examples,retriever,tune1,generator,tune2,planner,tune3,install,eval,webqsp,report
-# planner: the relation-path planner (talent train planner, all 1,800 training questions);
+# planner: the relation-path planner (talent train planner: the 1,800 training questions plus
+# train_types.txt, 34 more of the question types the draw held fewer than 10 times);
 # tune3: its answer weight w on the validation questions (ranked full + no retriever rows,
 # bench/planner_weight.py --write); install also copies it into the package.
 set -euo pipefail
@@ -39,7 +40,7 @@ mkdir -p "$EXP" "$RUNS"
 
 if want split; then
   python bench/metaqa_split.py --metaqa "$METAQA" --out "$EXP" --train 400 --val 30 --test 100 \
-    --extra 200
+    --extra 200 --cover-types 10
 fi
 talent server start
 if want examples; then
@@ -82,6 +83,7 @@ if want tune2; then
 fi
 if want planner; then
   /usr/bin/time -v python -m talent_core train planner "$EXP/train.txt" "$EXP/train_extra.txt" \
+    "$EXP/train_types.txt" \
     --val "$EXP/val.txt" --format metaqa -o "$RUNS/planner-metaqa" --name metaqa \
     2> "$RUNS/planner.log"
 fi

@@ -9,13 +9,38 @@ to train, the next ``--test`` to test, the next ``--val`` to validation (per hop
 is by line and no question text is in two parts (asserted). ``--extra N``: the next N lines
 per hop go to ``train_extra.txt``, more training questions from the same split (the
 generator's larger training set), disjoint from validation and test like the rest.
+``--cover-types N``: MetaQA's question types (``qa_dev_qtype.txt``, line by line beside
+``qa_dev.txt``) that train + train_extra hold fewer than N times get more questions of
+their type from the lines no part took (in the same shuffled order) up to N, in
+``train_types.txt`` (the relation-path planner's training: it can only plan path types it
+was trained on; the 1,800-question draw had no 1-hop ``movie_to_imdbrating`` (24 of 9,992)
+or ``movie_to_imdbvotes`` (8) question). The other files are unchanged by it.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+from collections import Counter
 from pathlib import Path
+
+
+def cover_types(src: Path, taken: list[str], rest: list[str], n: int) -> list[str]:
+    """Lines of `rest` (in order) for the question types `taken` holds fewer than n times."""
+    types = src.with_name("qa_dev_qtype.txt").read_text(encoding="utf-8").splitlines()
+    raw = src.read_text(encoding="utf-8").splitlines()
+    if len(types) != len(raw):
+        raise SystemExit(f"{src.with_name('qa_dev_qtype.txt')}: {len(types)} lines, "
+                         f"{src} has {len(raw)}: not aligned")  # fmt: skip
+    qtype = {ln: t for ln, t in zip(raw, types, strict=True) if ln.strip()}
+    have = Counter(qtype[ln] for ln in taken)
+    out = []
+    for ln in rest:
+        t = qtype[ln]
+        if have[t] < n:
+            have[t] += 1
+            out.append(ln)
+    return out
 
 
 def main() -> None:
@@ -26,8 +51,10 @@ def main() -> None:
     ap.add_argument("--val", type=int, default=30)
     ap.add_argument("--test", type=int, default=100)
     ap.add_argument("--extra", type=int, default=0)
+    ap.add_argument("--cover-types", type=int, default=0, metavar="N")
     a = ap.parse_args()
-    parts: dict[str, list[str]] = {"train": [], "test": [], "val": [], "train_extra": []}
+    parts: dict[str, list[str]] = {"train": [], "test": [], "val": [], "train_extra": [],
+                                   "train_types": []}  # fmt: skip
     for h in (1, 2, 3):
         src = a.metaqa / f"{h}-hop" / "qa_dev.txt"
         lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -37,13 +64,17 @@ def main() -> None:
         parts["test"] += lines[cut[1]:cut[2]]
         parts["val"] += lines[cut[2]:cut[3]]
         parts["train_extra"] += lines[cut[3]:cut[3] + a.extra]
+        if a.cover_types:
+            parts["train_types"] += cover_types(
+                src, lines[: cut[1]] + lines[cut[3]:cut[3] + a.extra],
+                lines[cut[3] + a.extra:], a.cover_types)  # fmt: skip
     q = {k: {ln.split("\t")[0] for ln in v} for k, v in parts.items()}
-    train = q["train"] | q["train_extra"]
+    train = q["train"] | q["train_extra"] | q["train_types"]
     assert not (train & q["test"]) and not (q["val"] & q["test"]) and not (
         train & q["val"]), "a question is in two parts"
     a.out.mkdir(parents=True, exist_ok=True)
     for name, lines in parts.items():
-        if name == "train_extra" and not a.extra:
+        if (name == "train_extra" and not a.extra) or (name == "train_types" and not a.cover_types):
             continue
         (a.out / f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{name}: {len(lines)} questions -> {a.out / (name + '.txt')}")
