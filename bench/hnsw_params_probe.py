@@ -100,11 +100,14 @@ def main(argv=None) -> int:
             g.query(f"CREATE VECTOR INDEX FOR (e:Entity) ON (e.embedding) OPTIONS {{dimension: "
                     f"{dim}, similarityFunction: 'cosine', M: {m}, efConstruction: {efc}, "
                     f"efRuntime: {efr}}}")  # fmt: skip
+            deadline = time.monotonic() + 1200
             while True:  # the index answers once it is built
                 try:
                     g.query(QUERY, {"v": pick[0][1]})
                     break
-                except Exception:  # noqa: BLE001 - "index is not operational yet"
+                except Exception as e:  # noqa: BLE001 - "index is not operational yet"
+                    if time.monotonic() > deadline:
+                        raise SystemExit(f"the vector index never answered: {e}") from None
                     time.sleep(0.5)
             srv.rewrite_aof()
             starts, builds = [], []

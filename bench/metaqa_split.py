@@ -25,13 +25,14 @@ from collections import Counter
 from pathlib import Path
 
 
-def cover_types(src: Path, taken: list[str], rest: list[str], n: int) -> list[str]:
-    """Lines of `rest` (in order) for the question types `taken` holds fewer than n times."""
-    types = src.with_name("qa_dev_qtype.txt").read_text(encoding="utf-8").splitlines()
-    raw = src.read_text(encoding="utf-8").splitlines()
+def cover_types(
+    raw: list[str], qtypes: Path, taken: list[str], rest: list[str], n: int
+) -> list[str]:
+    """Lines of `rest` (in order) for the question types `taken` holds fewer than n times;
+    `raw`: qa_dev.txt's lines as read, which `qtypes` (qa_dev_qtype.txt) types line by line."""
+    types = qtypes.read_text(encoding="utf-8").splitlines()
     if len(types) != len(raw):
-        raise SystemExit(f"{src.with_name('qa_dev_qtype.txt')}: {len(types)} lines, "
-                         f"{src} has {len(raw)}: not aligned")  # fmt: skip
+        raise SystemExit(f"{qtypes}: {len(types)} lines, qa_dev.txt has {len(raw)}: not aligned")
     qtype = {ln: t for ln, t in zip(raw, types, strict=True) if ln.strip()}
     have = Counter(qtype[ln] for ln in taken)
     out = []
@@ -57,7 +58,8 @@ def main() -> None:
                                    "train_types": []}  # fmt: skip
     for h in (1, 2, 3):
         src = a.metaqa / f"{h}-hop" / "qa_dev.txt"
-        lines = [ln for ln in src.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        raw = src.read_text(encoding="utf-8").splitlines()
+        lines = [ln for ln in raw if ln.strip()]
         random.Random(h).shuffle(lines)
         cut = [0, a.train, a.train + a.test, a.train + a.test + a.val]
         parts["train"] += lines[cut[0]:cut[1]]
@@ -66,7 +68,8 @@ def main() -> None:
         parts["train_extra"] += lines[cut[3]:cut[3] + a.extra]
         if a.cover_types:
             parts["train_types"] += cover_types(
-                src, lines[: cut[1]] + lines[cut[3]:cut[3] + a.extra],
+                raw, src.with_name("qa_dev_qtype.txt"),
+                lines[: cut[1]] + lines[cut[3]:cut[3] + a.extra],
                 lines[cut[3] + a.extra:], a.cover_types)  # fmt: skip
     q = {k: {ln.split("\t")[0] for ln in v} for k, v in parts.items()}
     train = q["train"] | q["train_extra"] | q["train_types"]

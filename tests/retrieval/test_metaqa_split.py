@@ -54,5 +54,5 @@ def test_cover_types_tops_up_rare_types_only(tmp_path):
             added = sum(qtype[ln] == t for ln in extra_h)
             available = sum(qtype[ln] == t for ln in rest_h)
             assert added == min(max(0, 3 - have), available), (h, t, have, added)
-        assert any(qtype[ln] == "rare" for ln in extra_h) or sum(
-            qtype[ln] == "rare" for ln in train_h) >= 3  # fmt: skip
+    # the fixture exercises the top-up (a rare type short in some hop's training draw)
+    assert any(qtype[ln] == "rare" for ln in covered["train_types"])
