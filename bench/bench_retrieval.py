@@ -31,7 +31,7 @@ from pathlib import Path
 
 from benchio import retrieval_bench_setup
 
-ROOT = retrieval_bench_setup()  # one BLAS thread, before numpy; repository on sys.path
+ROOT = retrieval_bench_setup()  # thread settings before numpy; repository on sys.path
 
 import inmemory as im
 import numpy as np

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from benchio import retrieval_bench_setup
 
-ROOT = retrieval_bench_setup()  # one BLAS thread, before numpy; repository on sys.path
+ROOT = retrieval_bench_setup()  # thread settings before numpy; repository on sys.path
 
 import bench_retrieval as br
 import inmemory as im

@@ -14,12 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def retrieval_bench_setup() -> Path:
-    """Before numpy is imported: one BLAS/OpenMP thread (on a shared 2-core machine two
-    spinning thread pools, torch for the question embedding and numpy for in-memory vector
-    search, stall each other; measured at load ~10: MiniLM question embedding p50 686 ms
-    with 2 threads, 85 ms with 1), and the repository + bench/ on sys.path. Returns the
-    repository root."""
-    for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    """Before numpy is imported: one torch/OpenMP thread, and numpy's BLAS with every core
+    as in the product (the numpy query embedder picks its threads per call,
+    `embedding_numpy.free_cores`). OMP_NUM_THREADS alone would also cap OpenBLAS, which
+    falls back to it. (Until the query embedder moved to numpy, torch embedded questions
+    and its spinning pool stalled numpy's: MiniLM question embedding p50 686 ms with 2
+    threads at load ~10, 85 ms with 1; so torch stays at one.) Puts the repository and
+    bench/ on sys.path; returns the repository root."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(cores or 1))
+    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(v, "1")
     for p in (ROOT, ROOT / "bench"):
         if str(p) not in sys.path:

@@ -14,7 +14,6 @@ import argparse
 import hashlib
 import json
 import logging
-import os
 import random
 import sys
 import time
@@ -22,8 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # see bench_retrieval
-    os.environ.setdefault(_v, "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchio import retrieval_bench_setup  # noqa: E402  (thread settings before numpy)
+
+retrieval_bench_setup()
 
 import numpy as np
 

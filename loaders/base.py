@@ -30,9 +30,12 @@ and re-exports those names.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -167,6 +170,30 @@ def _batches(
         yield batch
 
 
+_FROZEN = {"loads": 0}
+_FROZEN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _old_objects_frozen() -> Iterator[None]:
+    """Leave the objects alive before a load (the embedding model's modules and tensors,
+    the UI's state, ...) out of the cyclic garbage collector's passes while it runs
+    (`gc.freeze`): a load allocates millions of short-lived rows, and each full collection
+    otherwise walks that whole heap again (MetaQA with cached vectors: 6.7 -> 6.3 s).
+    Nested or concurrent loads unfreeze when the last one ends."""
+    with _FROZEN_LOCK:
+        if _FROZEN["loads"] == 0:
+            gc.freeze()
+        _FROZEN["loads"] += 1
+    try:
+        yield
+    finally:
+        with _FROZEN_LOCK:
+            _FROZEN["loads"] -= 1
+            if _FROZEN["loads"] == 0:
+                gc.unfreeze()
+
+
 def run_load(
     reader: Reader,
     store: GraphStore | None,
@@ -175,6 +202,16 @@ def run_load(
 ) -> LoadReport:
     """Load everything `reader` yields into `store`. Raises `LoadError` on bad input in fail
     mode (and for file-level problems in any mode); returns the report otherwise."""
+    with _old_objects_frozen():
+        return _run_load(reader, store, embedder, opts)
+
+
+def _run_load(
+    reader: Reader,
+    store: GraphStore | None,
+    embedder: TextEmbedder | None,
+    opts: LoadOptions,
+) -> LoadReport:
     t0 = time.perf_counter()
     report = LoadReport(source=reader.source, format=reader.format, dry_run=opts.dry_run)
     check_outputs(opts, reader)  # before anything is written anywhere

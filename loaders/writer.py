@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,9 @@ from talent_core.store.base import GraphWriter
 log = logging.getLogger(__name__)
 
 
+_TIMED = threading.Lock()  # the loader's two threads both add store call times
+
+
 @contextlib.contextmanager
 def timed(report: LoadReport, call: str) -> Iterator[None]:
     """Add the time of a store call to write_seconds and store_seconds_by_call[call]."""
@@ -26,9 +30,10 @@ def timed(report: LoadReport, call: str) -> Iterator[None]:
         yield
     finally:
         dt = time.perf_counter() - t
-        report.write_seconds += dt
-        by = report.store_seconds_by_call
-        by[call] = by.get(call, 0.0) + dt
+        with _TIMED:
+            report.write_seconds += dt
+            by = report.store_seconds_by_call
+            by[call] = by.get(call, 0.0) + dt
 
 
 @dataclass
@@ -120,13 +125,19 @@ class Writer:
         self.inflight_relations: set[str] = set()
 
     def submit(self, prep: Prepared) -> None:
+        staged = None
+        if self.opts.overlap and self.bulk_active():
+            # encoded for GRAPH.BULK while the previous batch's vectors convert
+            staged = self.bulk.stage(prep.entities, prep.relations, prep.edges, self._timer)
         self.wait()
         self.inflight_entities = {e[0] for e in prep.entities}
         self.inflight_relations = {r[0] for r in prep.relations}
         if self.overlapping():
             self._pending = self._pool.submit(self._write, prep)
-        else:
-            self._write(prep)
+        elif self._write(prep, defer_vectors=self.opts.overlap, staged=staged):
+            # a bulk batch: GRAPH.BULK ran here, with nothing else in flight; its vector
+            # conversion (the server's HNSW inserts) runs while the next batch is prepared
+            self._pending = self._pool.submit(self._convert_and_commit, prep)
 
     def wait(self) -> None:
         """Block until the in-flight batch is acknowledged; re-raise its error."""
@@ -144,16 +155,23 @@ class Writer:
         """Whether the next batch is written while the one after it is prepared. Bulk
         batches are not: GRAPH.BULK runs on the server's main thread, and a query of the
         next batch's preparation running beside it hung the server in CI (a FalkorDB
-        lock-order deadlock, we believe)."""
+        lock-order deadlock, we believe). Only their vector conversion (one Cypher
+        statement) runs beside the next batch's preparation, which does not query the
+        store while the bulk session is active."""
         return self.opts.overlap and not self.bulk_active()
 
-    def _write(self, prep: Prepared) -> None:
+    def _write(self, prep: Prepared, defer_vectors: bool = False, staged: Any = None) -> bool:
+        """Write the batch and commit it; True when it was bulk-written with its vector
+        conversion deferred (`_convert_and_commit` then finishes and commits it)."""
         r = self.report
         bulk = self.bulk_active()
         if bulk and self.bulk.write(
-            prep.entities, prep.relations, prep.edges, timer=lambda call: timed(r, call)
-        ):
+            prep.entities, prep.relations, prep.edges, timer=self._timer,
+            defer_vectors=defer_vectors, staged=staged,
+        ):  # fmt: skip
             r.bulk_batches += 1
+            if self.bulk.pending is not None:
+                return True
         else:
             entities, relations = prep.entities, prep.relations
             if bulk:
@@ -172,6 +190,18 @@ class Writer:
                     self.store.upsert_relations(relations)
             with timed(r, "triples"):
                 self.store.upsert_triples(prep.edges)
+        self._commit(prep)
+        return False
+
+    def _timer(self, call: str) -> contextlib.AbstractContextManager[None]:
+        return timed(self.report, call)
+
+    def _convert_and_commit(self, prep: Prepared) -> None:
+        self.bulk.convert_pending(self._timer)
+        self._commit(prep)
+
+    def _commit(self, prep: Prepared) -> None:
+        r = self.report
         r.loaded += len(prep.edges)
         r.batches += 1
         prog = LoadProgress(

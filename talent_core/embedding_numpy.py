@@ -19,10 +19,14 @@ sentence-transformers). Loading the store (`talent load`) keeps sentence-transfo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +78,61 @@ def _check_model(root: Path) -> tuple[dict, int]:
         raise UnsupportedModel(f"{root}: no max_seq_length")
     max_len = min(int(max_len), int(cfg["max_position_embeddings"]))  # type: ignore[index]
     return cfg, max_len  # type: ignore[return-value]
+
+
+def _own_running() -> int:
+    """This process's threads in state R (/proc/self/task/*/stat): the caller, and BLAS
+    threads still spinning after the last call."""
+    n = 0
+    for stat in Path("/proc/self/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            n += stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1][:3] == " R "
+    return max(n, 1)
+
+
+def free_cores() -> int:
+    """Cores this process may use that no other task wants right now: the affinity set's
+    size minus the runnable tasks of other processes (/proc/loadavg's instantaneous count
+    less this process's running threads), at least 1. Where /proc is missing: all of them.
+
+    Why: OpenBLAS threads spin while they wait. On an idle 2-core machine two threads
+    embed a question pair in ~11 ms (one: ~16 ms); with two busy processes beside them,
+    two threads take 43 ms p50 / 202 ms p95 (one: 27 / 41 ms; bench/results/
+    query_embed_threads.json)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = cores or 1
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            runnable = int(f.read().split()[3].split("/")[0])
+        others = runnable - _own_running()
+    except (OSError, ValueError, IndexError):
+        return cores
+    return max(1, min(cores, cores - others))
+
+
+class _BlasThreads:
+    """The BLAS thread count for one forward pass: `free_cores()` (threadpoolctl; without
+    it, whatever the BLAS library was started with)."""
+
+    def __init__(self) -> None:
+        self._blas: Any = None
+        self._lock = threading.Lock()
+
+    def limit(self) -> contextlib.AbstractContextManager[Any]:
+        with self._lock:
+            if self._blas is None:
+                try:
+                    from threadpoolctl import ThreadpoolController
+                except ImportError:
+                    self._blas = False
+                else:
+                    self._blas = ThreadpoolController().select(user_api="blas")
+        if self._blas is False:
+            return contextlib.nullcontext()
+        return self._blas.limit(limits=free_cores())
+
+
+_BLAS_THREADS = _BlasThreads()
 
 
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
@@ -202,7 +261,8 @@ class NumpyBertEmbedder:
             batch = np.zeros((len(part), int(lengths.max())), dtype=np.int64)
             for row, i in enumerate(part):
                 batch[row, :lengths[row]] = ids[i]
-            vecs = self._forward(batch, lengths)
+            with _BLAS_THREADS.limit():
+                vecs = self._forward(batch, lengths)
             for row, i in enumerate(part):
                 out[i] = vecs[row, :lengths[row]]
         return ids, out

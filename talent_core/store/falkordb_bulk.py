@@ -9,8 +9,9 @@ package reads CSV files from disk, which does not fit the streaming, validating 
 
 Limits of the command, and how they are met:
   * it has no vector type: a new node carries its embedding as a list of doubles in `_v`,
-    and one statement right after the command (cypher/falkordb/bulk_vectors) turns the
-    batch's lists into vecf32 `embedding`s (that is where the HNSW index is updated);
+    and one statement after the command (cypher/falkordb/bulk_vectors) turns the batch's
+    lists into vecf32 `embedding`s (that is where the HNSW index is updated; the loader
+    runs it while it prepares the next batch, see `BulkSession.write`);
   * edges name their endpoints by FalkorDB's internal node ids, and it cannot MERGE. So
     the session only starts on a graph without nodes: the first batch creates a NEW graph
     key (`BEGIN`; an existing empty key, e.g. its schema, is deleted first), where the n-th
@@ -30,9 +31,11 @@ Crash safety: each batch is ONE GRAPH.BULK command (nodes, edges and a BULK_PEND
 edge naming the batch's node-id range), written to the AOF before the reply like any write,
 then one statement converting its vectors and deleting the marker. A loader killed between
 the two leaves the marker: `finish_pending` (run at the start of every load,
-`FalkorDBStore.bulk_session`) converts those vectors. A connection error during a batch
-ends the session: the batch is then written again the MERGE way (idempotent whether or not
-the command had been applied), after the schema is ensured and pending vectors finished.
+`FalkorDBStore.bulk_session`) converts those vectors. A connection error during the
+command ends the session: the batch is then written again the MERGE way (idempotent
+whether or not the command had been applied), after the schema is ensured and pending
+vectors finished. One during the conversion ends it too: the batch is complete, and the
+hand-over's finishing of pending vectors converts it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import logging
 import struct
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -152,6 +156,23 @@ class SeenTriples:
         np.bitwise_or.at(self.bits, pos >> 3, (1 << (pos & 7)).astype(np.uint8))
 
 
+@dataclass
+class Staged:
+    """A batch encoded for GRAPH.BULK against the session's state after `batches` batches
+    (`BulkSession.stage`)."""
+
+    lo: int  # node ids [lo, hi) of the batch's new nodes
+    hi: int
+    batches: int
+    new_ids: dict[str, int]
+    relations: list[str]
+    keys: list[tuple[str, str, str]]
+    n_bulk_edges: int
+    merge_edges: list[Edge]  # maybe written already, or an endpoint not created by the load
+    nodes: list[bytes]  # GRAPH.BULK node tokens
+    rels: list[bytes]  # relationship tokens (edges, then the marker)
+
+
 class BulkAbandoned(Exception):
     """The session cannot write this batch (another writer, a lost connection, the id cap);
     the caller writes it the MERGE way."""
@@ -173,6 +194,7 @@ class BulkSession:
         self.relations: set[str] = set()
         self.seen = SeenTriples()
         self.batches = 0
+        self.pending: tuple[int, int] | None = None  # node ids [lo, hi) not yet converted
 
     # --- what the load has written (used instead of store look-ups while active) ----------
     def known_entities(self, ids: Sequence[str]) -> set[str]:
@@ -183,67 +205,35 @@ class BulkSession:
         return {n for n in names if n in self.relations}
 
     # --- writing ----------------------------------------------------------------------------
-    def write(
+    def stage(
         self,
         entities: Sequence[tuple[str, str, Vector]],
         relations: Sequence[tuple[str, Vector]],
         edges: Sequence[Edge],
         timer: Timer | None = None,
-    ) -> bool:
-        """Write one batch (new entities with embeddings, new relations, unique edges).
-        False (the session has ended; nothing of the batch may have been applied, or all of
-        it): the caller writes the batch through the MERGE statements."""
+    ) -> Staged:
+        """The Python half of a batch ("encode"): the checks the MERGE path applies, node
+        ids, the edges left for MERGE, and the GRAPH.BULK buffers. It reads what earlier
+        GRAPH.BULK commands of the session wrote, not the server, so the loader runs it
+        while the previous batch's vectors convert; `write` re-stages if anything changed."""
         timer = timer or (lambda _call: contextlib.nullcontext())
-        if not self.active:
-            return False
         st = self.store
-        # the checks the MERGE path applies, before anything is written
-        check_keys("entity id", (e[0] for e in entities))
-        check_names("entity", (e[1] for e in entities))
-        check_keys("relation name", (r[0] for r in relations))
-        check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
-        check_keys("relation name", (e.rel for e in edges))
-        evecs = st._checked_vectors([e[2] for e in entities], "entity", [e[0] for e in entities])
-        rvecs = st._checked_vectors(
-            [r[1] for r in relations], "relation", [r[0] for r in relations]
-        )
-        if len(self.node_ids) + len(entities) > self.max_ids:
-            log.info("bulk load: more than %d entities; the MERGE path takes over", self.max_ids)
-            self._end()
-            return False
-        try:
-            merge_edges = self._bulk(entities, evecs, relations, rvecs, edges, timer)
-        except BulkAbandoned as e:
-            log.warning("bulk load: %s; the MERGE path takes over", e)
-            self._end()
-            return False
-        if not self.began:
-            self.began = True
-            with timer("schema"):
-                st.ensure_schema(self.dimension)
-        if merge_edges:
-            with timer("triples"):
-                st.upsert_triples(merge_edges)
-        self.batches += 1
-        return True
-
-    def _bulk(
-        self,
-        entities: Sequence[tuple[str, str, Vector]],
-        evecs: np.ndarray,
-        relations: Sequence[tuple[str, Vector]],
-        rvecs: np.ndarray,
-        edges: Sequence[Edge],
-        timer: Timer,
-    ) -> list[Edge]:
-        """The GRAPH.BULK command ("bulk") and the vector conversion ("vectors": vecf32 and
-        the HNSW index), under the write lock. Returns the edges left for MERGE."""
-        st = self.store
-        lo = self.next_id
-        hi = lo + len(entities) + len(relations)
-        new_ids = {e[0]: lo + k for k, e in enumerate(entities)}
-        keys = [(e.src, e.rel, e.dst) for e in edges]
-        with timer("bulk"):
+        with timer("encode"):
+            check_keys("entity id", (e[0] for e in entities))
+            check_names("entity", (e[1] for e in entities))
+            check_keys("relation name", (r[0] for r in relations))
+            check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
+            check_keys("relation name", (e.rel for e in edges))
+            evecs = st._checked_vectors(
+                [e[2] for e in entities], "entity", [e[0] for e in entities]
+            )
+            rvecs = st._checked_vectors(
+                [r[1] for r in relations], "relation", [r[0] for r in relations]
+            )
+            lo = self.next_id
+            hi = lo + len(entities) + len(relations)
+            new_ids = {e[0]: lo + k for k, e in enumerate(entities)}
+            keys = [(e.src, e.rel, e.dst) for e in edges]
             bulk_edges, merge_edges = self._split_edges(edges, keys, new_ids)
             nodes = []
             if entities:
@@ -253,6 +243,86 @@ class BulkSession:
             rels = [edge_token(bulk_edges)] if bulk_edges else []
             if nodes:
                 rels.append(marker_token(lo, hi))
+        return Staged(
+            lo=lo, hi=hi, batches=self.batches, new_ids=new_ids,
+            relations=[r[0] for r in relations], keys=keys, n_bulk_edges=len(bulk_edges),
+            merge_edges=merge_edges, nodes=nodes, rels=rels,
+        )  # fmt: skip
+
+    def write(
+        self,
+        entities: Sequence[tuple[str, str, Vector]],
+        relations: Sequence[tuple[str, Vector]],
+        edges: Sequence[Edge],
+        timer: Timer | None = None,
+        defer_vectors: bool = False,
+        staged: Staged | None = None,
+    ) -> bool:
+        """Write one batch (new entities with embeddings, new relations, unique edges).
+        False (the session has ended; nothing of the batch may have been applied, or all of
+        it): the caller writes the batch through the MERGE statements.
+
+        `staged`: this batch's `stage()`, made earlier (used if the session wrote nothing
+        since). `defer_vectors`: return right after GRAPH.BULK (and the schema after batch
+        1), leaving the batch's vector conversion, where the server spends most of a batch's
+        time (vecf32 and the HNSW inserts), to `convert_pending()`. The loader runs that on
+        its writer thread while it prepares and stages the next batch (pure Python: nothing
+        else talks to the server meanwhile); the next `write` converts first if it is still
+        pending."""
+        timer = timer or (lambda _call: contextlib.nullcontext())
+        self.convert_pending(timer)  # the previous batch's, if the caller deferred it
+        if not self.active:
+            return False
+        if staged is None or (staged.lo, staged.batches) != (self.next_id, self.batches):
+            staged = self.stage(entities, relations, edges, timer)
+        if len(self.node_ids) + len(entities) > self.max_ids:
+            log.info("bulk load: more than %d entities; the MERGE path takes over", self.max_ids)
+            self._end()
+            return False
+        try:
+            self._bulk(staged, timer)
+        except BulkAbandoned as e:
+            log.warning("bulk load: %s; the MERGE path takes over", e)
+            self._end()
+            return False
+        st = self.store
+        if not self.began:
+            self.began = True
+            with timer("schema"):
+                st.ensure_schema(self.dimension)
+        if staged.merge_edges:
+            with timer("triples"):
+                st.upsert_triples(staged.merge_edges)
+        self.batches += 1
+        if not defer_vectors:
+            self.convert_pending(timer)
+        return True
+
+    def convert_pending(self, timer: Timer | None = None) -> None:
+        """Convert the vectors of the last batch written, if not done yet ("vectors":
+        vecf32 and the HNSW index). A lost connection here ends the session: the batch is
+        complete (GRAPH.BULK answered), and the hand-over converts it through its marker."""
+        if self.pending is None:
+            return
+        timer = timer or (lambda _call: contextlib.nullcontext())
+        lo, hi = self.pending
+        st = self.store
+        try:
+            with st.server.write_lock(), timer("vectors"):
+                self._convert(st._connect(), lo, hi)
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
+            st._disconnect()
+            log.warning("bulk load: lost the server converting vectors (%s); the MERGE path "
+                        "takes over", e)  # fmt: skip
+            self.pending = None
+            self._end()  # finish_pending_bulk converts the batch
+            return
+        self.pending = None
+
+    def _bulk(self, b: Staged, timer: Timer) -> None:
+        """The GRAPH.BULK command ("bulk") of a staged batch, under the write lock; the
+        batch's node ids are left in `pending` for `convert_pending`."""
+        st = self.store
         with st.server.write_lock():
             try:
                 g = st._connect()
@@ -263,28 +333,32 @@ class BulkSession:
                             f"the graph holds {count} nodes, this load wrote {self.next_id}: "
                             "another writer is at work"
                         )
-                    if nodes or rels:
+                    if b.nodes or b.rels:
                         args: list[Any] = ["BEGIN"] if not self.began else []
-                        n_edges = len(bulk_edges) + (1 if nodes else 0)  # + the marker
-                        args += [hi - lo, n_edges, len(nodes), len(rels), *nodes, *rels]
-                        _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), hi - lo)
-                if nodes:
-                    with timer("vectors"):
-                        self._convert(g, lo, hi)
+                        n_edges = b.n_bulk_edges + (1 if b.nodes else 0)  # + the marker
+                        args += [b.hi - b.lo, n_edges, len(b.nodes), len(b.rels), *b.nodes,
+                                 *b.rels]  # fmt: skip
+                        _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), b.hi - b.lo)
             except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
                 st._disconnect()
                 raise BulkAbandoned(f"lost the server during a bulk batch ({e})") from None
-        self.next_id = hi
-        self.node_ids.update(new_ids)
-        self.relations.update(r[0] for r in relations)
-        self.seen.add(keys)
-        return merge_edges
+        self.next_id = b.hi
+        if b.nodes:
+            self.pending = (b.lo, b.hi)
+        self.node_ids.update(b.new_ids)
+        self.relations.update(b.relations)
+        self.seen.add(b.keys)
 
     def _convert(self, g: Any, lo: int, hi: int) -> None:
         """bulk_vectors over the batch's node ids [lo, hi): every one of them must have
         been converted, or the ids were not the predicted ones."""
         res = g.query(statement("bulk_vectors", "falkordb"), {"lo": lo, "hi": hi})
         converted = res.result_set[0][0]
+        if converted != hi - lo:
+            # another loader may have finished this batch through its marker meanwhile
+            # (finish_pending_bulk, while the conversion waited for the write lock)
+            res = g.query(statement("bulk_converted", "falkordb"), {"lo": lo, "hi": hi})
+            converted = res.result_set[0][0]
         if converted != hi - lo:
             # stop before any more harm (the count check before the command makes this a
             # should-not-happen)

@@ -18,6 +18,7 @@ from loader_helpers import BAD, FIXTURES
 from loaders.api import load_path
 from loaders.base import LoadError
 from talent_core.config import Settings
+from talent_core.store import falkordb_bulk
 from talent_core.store.export import _pages
 from talent_core.store.falkordb_bulk import BulkSession, SeenTriples
 
@@ -167,7 +168,67 @@ def test_batch_left_pending_is_finished_by_the_next_load(embedded_store, tmp_pat
     assert_same_graph(snapshot(reference), snapshot(store))
 
 
-def test_lost_connection_hands_the_batch_to_merge(embedded_store, tmp_path, monkeypatch):
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+def test_vector_conversion_runs_beside_the_next_batch(embedded_store, tmp_path, monkeypatch,
+                                                      overlap):  # fmt: skip
+    """With overlap, GRAPH.BULK runs on the loading thread and each batch's conversion on the
+    writer thread, and a batch's conversion ends before the next batch's command."""
+    import threading
+
+    events = []
+    real_convert, real_check = BulkSession._convert, falkordb_bulk._check_reply
+
+    def convert(self, g, lo, hi):
+        events.append(("convert", threading.current_thread().name, lo))
+        return real_convert(self, g, lo, hi)
+
+    def check(reply, nodes):
+        events.append(("bulk", threading.current_thread().name, None))
+        return real_check(reply, nodes)
+
+    monkeypatch.setattr(BulkSession, "_convert", convert)
+    monkeypatch.setattr(falkordb_bulk, "_check_reply", check)
+    store = embedded_store(DIM)
+    rep = load(FIXTURES / "metaqa" / "kb.txt", "metaqa", store, tmp_path, overlap=overlap)
+    assert rep.bulk_batches == rep.batches > 2
+    assert [e[0] for e in events] == ["bulk", "convert"] * rep.batches
+    main = threading.main_thread().name
+    assert all(t == main for kind, t, _ in events if kind == "bulk")
+    writer = {t for kind, t, _ in events if kind == "convert"}
+    if overlap:
+        assert writer and all(t.startswith("loader-writer") for t in writer)
+    else:
+        assert writer == {main}
+    assert store._read("bulk_pending") == []
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+def test_lost_reply_of_the_command_hands_the_batch_to_merge(
+    embedded_store, tmp_path, monkeypatch, overlap
+):
+    store = embedded_store(DIM)
+    kb = FIXTURES / "metaqa" / "kb.txt"
+    calls = {"n": 0}
+    real = falkordb_bulk._check_reply
+
+    def flaky(reply, nodes):
+        calls["n"] += 1
+        if calls["n"] == 2:  # batch 2's command was applied, its reply "lost"
+            raise redis.ConnectionError("simulated")
+        return real(reply, nodes)
+
+    monkeypatch.setattr(falkordb_bulk, "_check_reply", flaky)
+    rep = load(kb, "metaqa", store, tmp_path, overlap=overlap)
+    assert rep.bulk_batches == 1 and rep.batches > 2  # batch 2 written again by MERGE
+    reference = embedded_store(DIM)
+    load(kb, "metaqa", reference, tmp_path, bulk=False)
+    assert_same_graph(snapshot(reference), snapshot(store))
+
+
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+def test_lost_connection_in_the_conversion_hands_over_to_merge(
+    embedded_store, tmp_path, monkeypatch, overlap
+):
     store = embedded_store(DIM)
     kb = FIXTURES / "metaqa" / "kb.txt"
     calls = {"n": 0}
@@ -175,13 +236,42 @@ def test_lost_connection_hands_the_batch_to_merge(embedded_store, tmp_path, monk
 
     def flaky(self, g, lo, hi):
         calls["n"] += 1
-        if calls["n"] == 2:  # the command was applied, its reply "lost"
+        if calls["n"] == 2:  # batch 2's vectors: the connection is lost
             raise redis.ConnectionError("simulated")
         return real(self, g, lo, hi)
 
     monkeypatch.setattr(BulkSession, "_convert", flaky)
+    rep = load(kb, "metaqa", store, tmp_path, overlap=overlap)
+    # batch 2 is complete (its command answered); the hand-over converted its vectors
+    # through the marker, and batches 3+ went through MERGE
+    assert rep.bulk_batches == 2 and rep.batches > 3
+    reference = embedded_store(DIM)
+    load(kb, "metaqa", reference, tmp_path, bulk=False)
+    assert_same_graph(snapshot(reference), snapshot(store))
+
+
+def test_batch_finished_by_another_loader_before_its_conversion(embedded_store, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    """Between a batch's GRAPH.BULK and its deferred conversion another loader of the same
+    graph (its bulk session abandoned) finishes the batch through its marker: the first
+    loader's conversion then finds the vectors converted, and the load goes on."""
+    store = embedded_store(DIM)
+    other = type(store)(store.data_dir, store.graph_name)
+    calls = {"n": 0}
+    real = BulkSession.convert_pending
+
+    def raced(self, timer=None):
+        if self.pending is not None:
+            calls["n"] += 1
+            if calls["n"] == 2:  # before this loader takes the write lock for it
+                assert other.finish_pending_bulk() == 1
+        return real(self, timer)
+
+    monkeypatch.setattr(BulkSession, "convert_pending", raced)
+    kb = FIXTURES / "metaqa" / "kb.txt"
     rep = load(kb, "metaqa", store, tmp_path)
-    assert rep.bulk_batches == 1 and rep.batches > 2
+    other.close()
+    assert calls["n"] == rep.batches and rep.bulk_batches == rep.batches
     reference = embedded_store(DIM)
     load(kb, "metaqa", reference, tmp_path, bulk=False)
     assert_same_graph(snapshot(reference), snapshot(store))
