@@ -104,10 +104,14 @@ def free_cores() -> int:
     try:
         with open("/proc/loadavg", encoding="ascii") as f:
             runnable = int(f.read().split()[3].split("/")[0])
-        others = runnable - _own_running()
     except (OSError, ValueError, IndexError):
         return cores
-    return max(1, min(cores, cores - others))
+    return spare_cores(cores, runnable, _own_running())
+
+
+def spare_cores(cores: int, runnable: int, own_running: int) -> int:
+    """`cores` less the runnable tasks that are not this process's, within [1, cores]."""
+    return max(1, min(cores, cores - (runnable - own_running)))
 
 
 class _BlasThreads:

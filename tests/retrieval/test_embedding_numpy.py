@@ -108,3 +108,38 @@ def test_unsupported_models_fall_back(tmp_path):
         NumpyBertEmbedder(str(tmp_path))  # not a model directory
     with pytest.raises(UnsupportedModel):
         NumpyBertEmbedder("some-org/some-hub-model")  # not local: sentence-transformers
+
+
+def test_spare_cores():
+    from talent_core.embedding_numpy import spare_cores
+
+    assert spare_cores(2, runnable=1, own_running=1) == 2  # idle: both cores
+    assert spare_cores(2, runnable=2, own_running=2) == 2  # our own spinning BLAS thread
+    assert spare_cores(2, runnable=2, own_running=1) == 1  # one busy process beside us
+    assert spare_cores(2, runnable=7, own_running=1) == 1  # never below one
+    assert spare_cores(8, runnable=3, own_running=1) == 6
+
+
+def test_forward_runs_with_the_free_cores_then_restores(monkeypatch, embedders):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    import talent_core.embedding_numpy as en
+
+    fast, _ = embedders
+
+    def blas_threads() -> set[int]:
+        return {i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"}  # fmt: skip
+
+    before = blas_threads()
+    seen = []
+    real = type(fast)._forward
+
+    def spy(self, *a, **k):
+        seen.append(blas_threads())
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(type(fast), "_forward", spy)
+    monkeypatch.setattr(en, "free_cores", lambda: 1)
+    fast.encode(["who directed Gravity"])
+    assert seen == [{1}]
+    assert blas_threads() == before
