@@ -8,7 +8,9 @@
       -> log "committed ..." only after the store acknowledged the batch's triples.
 Batch k is written on a background thread while batch k+1 is read, validated and embedded
 (embedding runs in torch, writing in the store's server: they overlap); batches still commit
-strictly in file order.
+strictly in file order. The bulk path (an empty embedded graph) sends each batch's GRAPH.BULK
+from this thread and only its vector conversion runs on the writer thread (see
+loaders/writer.py and talent_core/store/falkordb_bulk.py).
 
 Memory is constant in the file size: at most two batches of rows (one being written, one
 being prepared) are held; no set of all entities is kept (the store is asked per batch).

@@ -30,8 +30,9 @@ class BulkEmbedder:
       embedded and written at the same time (`overlapped`, set by the loader per batch),
       `default_threads()`: one core fewer than available, so that the store's server (and
       the loader's writer thread) keep a core (OpenMP threads that share a core with
-      another busy process wait on each other); when batches are written in turn (the
-      bulk path, --no-overlap) every core.
+      another busy process wait on each other); when batches are written in turn
+      (--no-overlap) or by the bulk path (whose GRAPH.BULK runs in turn and only the short
+      vector conversion beside the next batch) every core.
     Measured rates and precision: bench/bench_load.py -> bench/results/load_metaqa.json.
     The loader passes all new names of a batch in one call."""
 
