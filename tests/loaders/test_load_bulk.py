@@ -202,22 +202,28 @@ def test_vector_conversion_runs_beside_the_next_batch(embedded_store, tmp_path, 
     assert store._read("bulk_pending") == []
 
 
+def lose_connection_on_call(monkeypatch, owner, name: str, n: int) -> None:
+    """`owner.name` raises redis.ConnectionError on its n-th call (a lost connection)."""
+    real = getattr(owner, name)
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == n:
+            raise redis.ConnectionError("simulated")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, flaky)
+
+
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
 def test_lost_reply_of_the_command_hands_the_batch_to_merge(
     embedded_store, tmp_path, monkeypatch, overlap
 ):
     store = embedded_store(DIM)
     kb = FIXTURES / "metaqa" / "kb.txt"
-    calls = {"n": 0}
-    real = falkordb_bulk._check_reply
-
-    def flaky(reply, nodes):
-        calls["n"] += 1
-        if calls["n"] == 2:  # batch 2's command was applied, its reply "lost"
-            raise redis.ConnectionError("simulated")
-        return real(reply, nodes)
-
-    monkeypatch.setattr(falkordb_bulk, "_check_reply", flaky)
+    # batch 2's command was applied, its reply "lost"
+    lose_connection_on_call(monkeypatch, falkordb_bulk, "_check_reply", 2)
     rep = load(kb, "metaqa", store, tmp_path, overlap=overlap)
     assert rep.bulk_batches == 1 and rep.batches > 2  # batch 2 written again by MERGE
     reference = embedded_store(DIM)
@@ -231,16 +237,7 @@ def test_lost_connection_in_the_conversion_hands_over_to_merge(
 ):
     store = embedded_store(DIM)
     kb = FIXTURES / "metaqa" / "kb.txt"
-    calls = {"n": 0}
-    real = BulkSession._convert
-
-    def flaky(self, g, lo, hi):
-        calls["n"] += 1
-        if calls["n"] == 2:  # batch 2's vectors: the connection is lost
-            raise redis.ConnectionError("simulated")
-        return real(self, g, lo, hi)
-
-    monkeypatch.setattr(BulkSession, "_convert", flaky)
+    lose_connection_on_call(monkeypatch, BulkSession, "_convert", 2)  # batch 2's vectors
     rep = load(kb, "metaqa", store, tmp_path, overlap=overlap)
     # batch 2 is complete (its command answered); the hand-over converted its vectors
     # through the marker, and batches 3+ went through MERGE
