@@ -21,6 +21,7 @@ def retrieval_bench_setup() -> Path:
     and its spinning pool stalled numpy's: MiniLM question embedding p50 686 ms with 2
     threads at load ~10, 85 ms with 1; so torch stays at one.) Puts the repository and
     bench/ on sys.path; returns the repository root."""
+    # (not talent_core.embedding.available_cores: importing it would import numpy first)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(cores or 1))
     for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -8,13 +8,13 @@ relation names).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
 from talent_core.config import Settings
+from talent_core.embedding import available_cores
 
 log = logging.getLogger(__name__)
 
@@ -82,15 +82,6 @@ class BulkEmbedder:
 def default_threads() -> int:
     """Cores available to this process minus one (at least 1): see BulkEmbedder."""
     return max(1, available_cores() - 1)
-
-
-def available_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores)
 
 
 def _cpu_bf16() -> bool:

@@ -9,6 +9,7 @@ pseudo-embedder of their own (tests/hash_embedder.py); production config cannot 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
@@ -18,6 +19,15 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+def available_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, cores)
 
 
 def resolve_model_path(name: str) -> str:

@@ -22,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from talent_core.embedding import available_cores
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +97,10 @@ def free_cores() -> int:
     less this process's running threads), at least 1. Where /proc is missing: all of them.
 
     Why: OpenBLAS threads spin while they wait. On an idle 2-core machine two threads
-    embed a question pair in ~11 ms (one: ~16 ms); with two busy processes beside them,
-    two threads take 43 ms p50 / 202 ms p95 (one: 27 / 41 ms; bench/results/
-    query_embed_threads.json)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cores = cores or 1
+    embed a question pair in 10.5 ms p50 (one: 15.0 ms); with two busy processes beside
+    them, two threads take 35 ms p50 / 516 ms p95 (one: 15.5 / 34 ms;
+    bench/results/query_embed_threads.json)."""
+    cores = available_cores()
     try:
         with open("/proc/loadavg", encoding="ascii") as f:
             runnable = int(f.read().split()[3].split("/")[0])

@@ -70,6 +70,11 @@ MARKER = "BULK_PENDING"  # relationship type of the pending-vectors marker
 Timer = Callable[[str], AbstractContextManager[Any]]
 
 
+def _untimed(_call: str) -> AbstractContextManager[Any]:
+    """The Timer of callers that do not time store calls."""
+    return contextlib.nullcontext()
+
+
 def _cstr(text: str) -> bytes:
     return text.encode("utf-8") + b"\0"
 
@@ -216,7 +221,7 @@ class BulkSession:
         ids, the edges left for MERGE, and the GRAPH.BULK buffers. It reads what earlier
         GRAPH.BULK commands of the session wrote, not the server, so the loader runs it
         while the previous batch's vectors convert; `write` re-stages if anything changed."""
-        timer = timer or (lambda _call: contextlib.nullcontext())
+        timer = timer or _untimed
         st = self.store
         with timer("encode"):
             check_keys("entity id", (e[0] for e in entities))
@@ -269,7 +274,7 @@ class BulkSession:
         its writer thread while it prepares and stages the next batch (pure Python: nothing
         else talks to the server meanwhile); the next `write` converts first if it is still
         pending."""
-        timer = timer or (lambda _call: contextlib.nullcontext())
+        timer = timer or _untimed
         self.convert_pending(timer)  # the previous batch's, if the caller deferred it
         if not self.active:
             return False
@@ -304,7 +309,7 @@ class BulkSession:
         complete (GRAPH.BULK answered), and the hand-over converts it through its marker."""
         if self.pending is None:
             return
-        timer = timer or (lambda _call: contextlib.nullcontext())
+        timer = timer or _untimed
         lo, hi = self.pending
         st = self.store
         try:

@@ -61,6 +61,13 @@ def assert_same_graph(a: dict, b: dict) -> None:
             np.testing.assert_allclose(v, b[kind][k], atol=1e-7, err_msg=k)
 
 
+def assert_same_as_merge_load(store, kb: Path, embedded_store, tmp_path: Path) -> None:
+    """`store` holds the graph that loading `kb` through MERGE into a fresh store gives."""
+    reference = embedded_store(DIM)
+    load(kb, "metaqa", reference, tmp_path, bulk=False)
+    assert_same_graph(snapshot(reference), snapshot(store))
+
+
 CASES = [  # (input, format, batch size)
     (FIXTURES / "metaqa" / "kb.txt", "metaqa", 40),
     (FIXTURES / "rog" / "webqsp_toy.jsonl", "rog", 40),  # triples repeated across batches
@@ -226,9 +233,7 @@ def test_lost_reply_of_the_command_hands_the_batch_to_merge(
     lose_connection_on_call(monkeypatch, falkordb_bulk, "_check_reply", 2)
     rep = load(kb, "metaqa", store, tmp_path, overlap=overlap)
     assert rep.bulk_batches == 1 and rep.batches > 2  # batch 2 written again by MERGE
-    reference = embedded_store(DIM)
-    load(kb, "metaqa", reference, tmp_path, bulk=False)
-    assert_same_graph(snapshot(reference), snapshot(store))
+    assert_same_as_merge_load(store, kb, embedded_store, tmp_path)
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
@@ -242,9 +247,7 @@ def test_lost_connection_in_the_conversion_hands_over_to_merge(
     # batch 2 is complete (its command answered); the hand-over converted its vectors
     # through the marker, and batches 3+ went through MERGE
     assert rep.bulk_batches == 2 and rep.batches > 3
-    reference = embedded_store(DIM)
-    load(kb, "metaqa", reference, tmp_path, bulk=False)
-    assert_same_graph(snapshot(reference), snapshot(store))
+    assert_same_as_merge_load(store, kb, embedded_store, tmp_path)
 
 
 def test_batch_finished_by_another_loader_before_its_conversion(embedded_store, tmp_path,
@@ -269,9 +272,7 @@ def test_batch_finished_by_another_loader_before_its_conversion(embedded_store, 
     rep = load(kb, "metaqa", store, tmp_path)
     other.close()
     assert calls["n"] == rep.batches and rep.bulk_batches == rep.batches
-    reference = embedded_store(DIM)
-    load(kb, "metaqa", reference, tmp_path, bulk=False)
-    assert_same_graph(snapshot(reference), snapshot(store))
+    assert_same_as_merge_load(store, kb, embedded_store, tmp_path)
 
 
 def test_another_writer_ends_the_bulk_session(embedded_store, tmp_path):
@@ -306,9 +307,7 @@ def test_id_cap_hands_over_to_merge(embedded_store, tmp_path):
     kb = FIXTURES / "metaqa" / "kb.txt"
     rep = load(kb, "metaqa", store, tmp_path, bulk_max_ids=60)
     assert 1 <= rep.bulk_batches < rep.batches
-    reference = embedded_store(DIM)
-    load(kb, "metaqa", reference, tmp_path, bulk=False)
-    assert_same_graph(snapshot(reference), snapshot(store))
+    assert_same_as_merge_load(store, kb, embedded_store, tmp_path)
 
 
 def test_seen_triples_never_forgets():
