@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from app.kg import EDGE_GROUPS, ROLES
+from app.kg import EDGE_GROUPS, ROLES, ComponentIds
 from app.safe import plain
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
@@ -92,9 +92,17 @@ LABELS = [_Style("node", {"font-size": 7, "min-zoomed-font-size": 0, "text-wrap"
           _Style("edge", {"font-size": 5, "min-zoomed-font-size": 0})]
 
 
+def graph_ids(key: str) -> ComponentIds:
+    """The opaque-id map of the graph ``key``, kept in the session: a node keeps its
+    component id across reruns, and a click maps back to the KG id."""
+    maps = st.session_state.setdefault("_graph_ids", {})
+    return maps.setdefault(key, ComponentIds())
+
+
 def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
-    """Draw ``elements`` with st_link_analysis; returns the id of a node the analyst asked
-    to expand (double-click, or the expand button) once per click, else None."""
+    """Draw ``elements`` (ids from ``graph_ids(key)``) with st_link_analysis; returns the KG
+    id of a node the analyst asked to expand (double-click, or the expand button) once per
+    click, else None (also for an id the map does not hold, or a name not in the KG)."""
     from st_link_analysis import EdgeStyle, NodeStyle, st_link_analysis
 
     node_styles = [NodeStyle(r, c, caption="name") for r, c, _ in ROLES]
@@ -113,7 +121,7 @@ def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
         return None  # the same click, reported again on a rerun
     seen[key] = stamp
     ids = (value.get("data") or {}).get("node_ids") or []
-    return str(ids[0]) if ids else None
+    return graph_ids(key).kg_id(ids[0]) if isinstance(ids, list) and ids else None
 
 
 def run_with_progress(

@@ -55,9 +55,42 @@ def readable_label(name: str, rels: Iterable[str] = ()) -> str:
 
 
 def component_text(text: str) -> str:
-    """KG text as the graph component may show it: its info panel writes node data as HTML,
-    so the two characters that open or close a tag are replaced by look-alikes."""
-    return str(text).replace("<", "‹").replace(">", "›")
+    """KG text as the graph component may show it. Its info panel (st-link-analysis 0.4.0)
+    writes every data field but ``label`` into a ``<p>`` with innerHTML, and Cytoscape draws
+    the same field as canvas text: so no HTML escaping (the caption would show ``&lt;``) but
+    look-alikes for ``<`` and ``>`` (no tag can open), and a zero-width space after ``&``
+    (no character reference can start: ``&lt;b&gt;`` shows as itself, not as ``<b>``).
+    Quotes stay: no field lands in an attribute."""
+    return str(text).replace("&", "&\u200b").replace("<", "‹").replace(">", "›")
+
+
+class ComponentIds:
+    """Opaque ids for the graph component (nodes ``n0``, ``n1``, ..., edges ``e0``, ...) and
+    the KG ids they stand for: a KG id never reaches the component's page (it writes node
+    data as HTML), and a clicked node maps back to its KG id. A node keeps its id for the
+    life of the map (the component adds an expansion's elements to those it holds, by id),
+    so the pages keep one map per graph in the session."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[tuple[str, str], str] = {}  # ("kg", id) / ("missing", name) -> nK
+        self._back: dict[str, str | None] = {}  # nK -> KG id; None: a name not in the KG
+        self._edges: dict[tuple[str, str, str], str] = {}  # (src, rel, dst) KG ids -> eK
+
+    def node(self, kg_id: str, in_kg: bool = True) -> str:
+        """The opaque id of a KG node (``in_kg=False``: of a name the KG lacks)."""
+        key = ("kg" if in_kg else "missing", kg_id)
+        if key not in self._nodes:
+            self._nodes[key] = f"n{len(self._nodes)}"
+            self._back[self._nodes[key]] = kg_id if in_kg else None
+        return self._nodes[key]
+
+    def edge(self, src: str, rel: str, dst: str) -> str:
+        """The opaque id of the KG edge (src, rel, dst)."""
+        return self._edges.setdefault((src, rel, dst), f"e{len(self._edges)}")
+
+    def kg_id(self, opaque: object) -> str | None:
+        """The KG id behind a component id; None for an unknown id or a name not in the KG."""
+        return self._back.get(opaque) if isinstance(opaque, str) else None
 
 
 # --- evidence paths -----------------------------------------------------------------------
@@ -208,31 +241,36 @@ def roles(answer: Answer) -> dict[str, str]:
 
 
 def elements(answer: Answer, extra: Extra | None = None,
-             evidence: Sequence[Evidence] = ()) -> dict[str, Any]:
-    """`{"nodes": [...], "edges": [...]}` for st_link_analysis: `label` is the role (its
-    colour), `name` the caption; every KG text through `component_text`."""
+             evidence: Sequence[Evidence] = (), ids: ComponentIds | None = None
+             ) -> dict[str, Any]:
+    """`{"nodes": [...], "edges": [...]}` for st_link_analysis: ids from ``ids`` (opaque),
+    `label` the role (its colour), `name` the caption; every KG text through
+    `component_text`."""
     extra = extra or Extra()
+    ids = ids if ids is not None else ComponentIds()
     role = roles(answer)
     names = node_names(answer)
     oc = {o.id: o for o in (answer.selection.out_of_candidate if answer.selection else [])
           if o.id}
     ev_edges = {h for e in evidence for p in e.paths for h in p}
     nodes: list[dict[str, Any]] = []
-    seen: set[str] = set()
+    seen: set[tuple[str, bool]] = set()  # (KG id, True) or (missing name, False)
 
-    def node(nid: str, name: str, r: str) -> None:
-        if nid in seen:
+    def node(nid: str, name: str, r: str, in_kg: bool = True) -> None:
+        if (nid, in_kg) in seen:
             return
-        seen.add(nid)
-        nodes.append({"data": {"id": nid, "label": r, "name": component_text(name),
-                               "role": r, "kg_id": component_text(nid)}})
+        seen.add((nid, in_kg))
+        nodes.append({"data": {"id": ids.node(nid, in_kg), "label": r,
+                               "name": component_text(name), "role": r,
+                               "kg_id": component_text(nid if in_kg else "(not in the KG)")}})
 
     for n in answer.candidate.nodes:
         node(n.id, names.get(n.id, n.name), role[n.id])
     for nid, r in role.items():
         if nid.startswith("missing:"):
-            node(nid, nid.removeprefix("missing:") + " (not in KG)", r)
-        elif nid not in seen:
+            name = nid.removeprefix("missing:")
+            node(name, name + " (not in KG)", r, in_kg=False)
+        elif (nid, True) not in seen:
             o = oc.get(nid)
             node(nid, (o.kg_name or o.name) if o else nid, r)
     extra_rels: dict[str, list[str]] = {}
@@ -245,11 +283,12 @@ def elements(answer: Answer, extra: Extra | None = None,
     keys: set[tuple[str, str, str]] = set()
 
     def edge(s: str, rel: str, d: str, group: str) -> None:
-        if (s, rel, d) in keys or s not in seen or d not in seen:
+        if (s, rel, d) in keys or (s, True) not in seen or (d, True) not in seen:
             return
         keys.add((s, rel, d))
-        edges.append({"data": {"id": f"e{len(edges)}", "source": s, "target": d,
-                               "label": group, "rel": component_text(rel)}})
+        edges.append({"data": {"id": ids.edge(s, rel, d), "source": ids.node(s),
+                               "target": ids.node(d), "label": group,
+                               "rel": component_text(rel)}})
 
     for e in answer.candidate.edges:
         edge(e.src, e.rel, e.dst, "EVIDENCE" if (e.src, e.rel, e.dst) in ev_edges else "S")
@@ -261,9 +300,11 @@ def elements(answer: Answer, extra: Extra | None = None,
 
 
 def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None = None,
-                           extra: Extra | None = None) -> dict[str, Any]:
+                           extra: Extra | None = None, ids: ComponentIds | None = None
+                           ) -> dict[str, Any]:
     """Explore's graph: ``centre`` (role seed), its neighbours (candidate) and the nodes
-    added by clicks (expanded); edges filtered to ``rels`` when given."""
+    added by clicks (expanded); edges filtered to ``rels`` when given; ids from ``ids``."""
+    ids = ids if ids is not None else ComponentIds()
     nodes: dict[str, tuple[str, str]] = {centre.id: (centre.name, "seed")}
     edges = [(e.src, e.rel, e.dst) for e in sub.edges]
     for n in sub.nodes:
@@ -280,7 +321,8 @@ def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None 
     for s, rel, d in edges:
         inc.setdefault(s, []).append(rel)
         inc.setdefault(d, []).append(rel)
-    out_nodes = [{"data": {"id": k, "label": r, "role": r, "kg_id": component_text(k),
+    out_nodes = [{"data": {"id": ids.node(k), "label": r, "role": r,
+                           "kg_id": component_text(k),
                            "name": component_text(readable_label(name, inc.get(k, ())))}}
                  for k, (name, r) in nodes.items()]
     out_edges, seen = [], set()
@@ -288,8 +330,9 @@ def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None 
         if (s, rel, d) in seen or s not in nodes or d not in nodes:
             continue
         seen.add((s, rel, d))
-        out_edges.append({"data": {"id": f"e{len(out_edges)}", "source": s, "target": d,
-                                   "label": "S", "rel": component_text(rel)}})
+        out_edges.append({"data": {"id": ids.edge(s, rel, d), "source": ids.node(s),
+                                   "target": ids.node(d), "label": "S",
+                                   "rel": component_text(rel)}})
     return {"nodes": out_nodes, "edges": out_edges}
 
 

@@ -34,3 +34,15 @@ def upload_path(folder: Path, name: str) -> Path:
     if path.parent != folder.resolve():  # cannot happen after safe_upload_name; checked anyway
         raise ValueError(f"unsafe upload name {name!r}")
     return path
+
+
+def report_plots(folder: Path, data: dict) -> list[Path]:
+    """The report's plots that are PNG files inside its folder (a hand-edited report.json
+    must not show any other file on the machine)."""
+    root = folder.resolve()
+    out = []
+    for name in data.get("plots", []):
+        p = (folder / str(name)).resolve()
+        if p.parent == root and p.suffix == ".png" and p.is_file():
+            out.append(p)
+    return out

@@ -78,11 +78,15 @@ def open_reader(
     concepts: str = "example",
     rdf_relations: str = "local",
     max_record_lines: int | None = None,
+    max_decompressed_bytes: int | None = None,
 ) -> Reader:
+    """The reader of `format` over `path`; `max_decompressed_bytes` caps a .gz input
+    (default: the setting)."""
     mll = max_line_length or DEFAULT_MAX_LINE_LENGTH
     mrl = max_record_lines or DEFAULT_MAX_RECORD_LINES
+    gz = max_decompressed_bytes
     if format == "metaqa":
-        return MetaQAReader(Path(path), max_line_length=mll)
+        return MetaQAReader(Path(path), max_line_length=mll, max_decompressed_bytes=gz)
     if format == "triples":
         try:
             cols = parse_columns(columns)
@@ -90,10 +94,14 @@ def open_reader(
         except ValueError as e:
             raise LoadError(path, None, str(e)) from None
         return TriplesReader(
-            Path(path), delimiter=delim, columns=cols, max_line_length=mll, max_record_lines=mrl
-        )
+            Path(path), delimiter=delim, columns=cols, max_line_length=mll, max_record_lines=mrl,
+            max_decompressed_bytes=gz,
+        )  # fmt: skip
     if format == "ntriples":
-        return NTriplesReader(Path(path), relation_names=rdf_relations, max_line_length=mll)  # type: ignore[arg-type]
+        return NTriplesReader(
+            Path(path), relation_names=rdf_relations, max_line_length=mll,  # type: ignore[arg-type]
+            max_decompressed_bytes=gz,
+        )  # fmt: skip
     if format == "explagraphs":
         try:
             delim = parse_delimiter(delimiter) or "\t"
@@ -105,6 +113,7 @@ def open_reader(
             delimiter=delim,
             max_line_length=mll,  # type: ignore[arg-type]
             max_record_lines=mrl,
+            max_decompressed_bytes=gz,
         )
     if format == "rog":
         return open_rog(path, split, max_line_length)
@@ -132,7 +141,7 @@ def load_path(
     """Load one input into the store (opened from `settings` when not given).
 
     `options` are `LoadOptions` fields (limit, on_error, rejects, self_loops,
-    max_line_length, max_record_lines, progress, dry_run, on_commit). RoG questions and
+    max_line_length, max_record_lines, progress, dry_run, on_commit, cancel). RoG questions and
     ExplaGraphs examples go to `<data_dir>/questions/<dataset>.jsonl` unless
     `side_output_path` is given.
     """
@@ -149,6 +158,7 @@ def load_path(
         concepts=concepts,
         rdf_relations=rdf_relations,
         max_record_lines=options.get("max_record_lines"),
+        max_decompressed_bytes=settings.max_decompressed_bytes,
     )
     owned_store = None
     try:

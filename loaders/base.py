@@ -24,6 +24,9 @@ Errors (`on_error`):
                     fail.
 Side outputs (RoG questions, ExplaGraphs examples) are written to a temporary file and
 renamed into place only when the whole load succeeded (nothing half-written).
+Cancel (`LoadOptions.cancel`, asked before each batch is read): the load stops at that batch
+boundary; the batches read so far commit (exactly, as in a load with a smaller input), the
+rejects file is kept, the side output is dropped, and the report says `cancelled`.
 
 Modules: items (what readers yield, `Reader`), errors, options (options and report),
 validation (row checks), writer (the background writer and progress); this one runs a load
@@ -33,6 +36,7 @@ and re-exports those names.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import json
 import logging
@@ -44,46 +48,79 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loaders.errors import LoadError
+from loaders.errors import LoadError, OutputError
 from loaders.items import BadRow, Item, Reader, Record, Row
 from loaders.options import LoadOptions, LoadProgress, LoadReport, OnError, SelfLoops
 from loaders.validation import normalise_row, row_text, validate_row
 from loaders.writer import Prepared, ProgressBar, Writer, timed
 from talent_core.embedding import TextEmbedder
 from talent_core.models import Edge
+from talent_core.store._common import make_private_dirs, owner_only
 from talent_core.store.base import GraphStore
 
 log = logging.getLogger(__name__)
 
 
-def check_output_path(path: Path, what: str) -> None:
+def same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are one file: the same inode (hard links, symlinks) or, when one
+    does not exist, the same resolved path (`dir/../x` names `x`)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        try:
+            return Path(a).resolve() == Path(b).resolve()
+        except (OSError, RuntimeError):  # a symlink loop: no file at all
+            return False
+
+
+def check_output_path(path: Path, what: str, inputs: tuple[Path, ...] = ()) -> None:
     """Raise LoadError unless `path` can become a regular file written by rename: called
     for the rejects and side-output files BEFORE the load touches the store (a `--rejects`
-    naming a directory must not fail after everything was committed)."""
+    naming a directory must not fail after everything was committed). An output that is
+    one of `inputs` (or whose temporary file is) is refused: the rename would replace the
+    input with the output."""
     path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    for src in inputs:
+        for out in (path, tmp):
+            if same_file(out, src):
+                raise OutputError(
+                    str(path),
+                    None,
+                    f"{what} file: {out} is the input file {src} (writing it "
+                    "would replace the input); name another file",
+                )
     if path.is_dir():
         raise LoadError(str(path), None, f"{what} file: is a directory (name a file)")
     if path.exists() and not path.is_file():
         raise LoadError(str(path), None, f"{what} file: exists and is not a regular file")
     parent = path.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(parent)  # 0700: outside the data dir it must not be world-readable
     except OSError as e:
         raise LoadError(str(path), None, f"{what} file: cannot create its folder: {e}") from None
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise LoadError(str(path), None, f"{what} file: its folder {parent} is not writable")
-    tmp = path.with_name(path.name + ".tmp")
     if tmp.is_dir():
         raise LoadError(str(path), None, f"{what} file: {tmp} is a directory")
 
 
 def check_outputs(opts: LoadOptions, reader: Reader | None = None) -> None:
     """`check_output_path` for the rejects file and (when the reader has one) the side
-    output."""
+    output; neither may be the reader's input file."""
+    src = getattr(reader, "path", None)
+    inputs = (Path(src),) if src is not None and Path(src).exists() else ()
     if opts.rejects is not None:
-        check_output_path(opts.rejects, "rejects")
+        check_output_path(opts.rejects, "rejects", inputs)
     if opts.side_output_path is not None and (reader is None or reader.side_output is not None):
-        check_output_path(opts.side_output_path, "side output")
+        check_output_path(opts.side_output_path, "side output", inputs)
+
+
+def write_error(e: OSError, path: Path, what: str, tmp: Path) -> OutputError:
+    """A failed write of an output file as the error the load stops with (ENOSPC: `path:
+    ... no space left on device`)."""
+    why = "no space left on device" if e.errno == errno.ENOSPC else (e.strerror or str(e))
+    return OutputError(str(path), None, f"{what} file: cannot write {tmp}: {why}")
 
 
 class AtomicJsonl:
@@ -96,30 +133,48 @@ class AtomicJsonl:
 
     def __init__(self, path: Path, what: str = "output"):
         self.path = Path(path)
+        self.what = what
         check_output_path(self.path, what)
         self.tmp = self.path.with_name(self.path.name + ".tmp")
         try:
             self._f = open(  # noqa: SIM115 - commit/abort close
-                self.tmp, "w", encoding="utf-8", errors="backslashreplace"
-            )
+                self.tmp, "w", encoding="utf-8", errors="backslashreplace",
+                opener=owner_only,  # 0600
+            )  # fmt: skip
         except OSError as e:
+            if e.errno == errno.ENOSPC:
+                raise write_error(e, self.path, what, self.tmp) from None
             raise LoadError(
                 str(self.path), None, f"{what} file: cannot write {self.tmp}: {e}"
             ) from None
         self.count = 0
+        self.closed = False
 
     def write(self, obj: dict[str, Any]) -> None:
-        self._f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        try:
+            self._f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        except OSError as e:  # a full disk: nothing half-written stays behind
+            self.abort()
+            raise write_error(e, self.path, self.what, self.tmp) from None
         self.count += 1
 
     def commit(self) -> None:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        os.replace(self.tmp, self.path)
+        if self.closed:  # a failed write aborted it
+            return
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
+            os.replace(self.tmp, self.path)
+        except OSError as e:
+            self.abort()
+            raise write_error(e, self.path, self.what, self.tmp) from None
+        self.closed = True
 
     def abort(self) -> None:
-        self._f.close()
+        self.closed = True
+        with contextlib.suppress(OSError):  # flushing what is buffered may fail (disk full)
+            self._f.close()
         self.tmp.unlink(missing_ok=True)
 
 
@@ -203,9 +258,18 @@ def run_load(
     opts: LoadOptions,
 ) -> LoadReport:
     """Load everything `reader` yields into `store`. Raises `LoadError` on bad input in fail
-    mode (and for file-level problems in any mode); returns the report otherwise."""
+    mode (and for file-level problems in any mode), `OutputError` when the store or an
+    output file has no space left on device; returns the report otherwise."""
     with _old_objects_frozen():
-        return _run_load(reader, store, embedder, opts)
+        try:
+            return _run_load(reader, store, embedder, opts)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+            # the store's server stopped on a full disk (its message names the file)
+            raise OutputError(
+                str(e.filename or reader.source), None, e.strerror or "no space left on device"
+            ) from None
 
 
 def _run_load(
@@ -257,6 +321,11 @@ def _run_load(
             batches = _batches(reader, opts, report, reject, on_record)
             n = 0
             while True:
+                if opts.cancel is not None and opts.cancel():
+                    # a batch boundary: what was read commits below, nothing more is read
+                    report.cancelled = True
+                    log.info("%s: load cancelled after %d rows", reader.source, report.rows_read)
+                    break
                 t = time.perf_counter()
                 batch = next(batches, None)
                 report.read_seconds += time.perf_counter() - t
@@ -276,9 +345,10 @@ def _run_load(
             # commit (it precedes the bad row); a store error is re-raised here.
             if writer is not None:
                 writer.wait()
-        if report.rows_read == 0 and report.records == 0:
+        # a cancelled load may stop before any (valid) row: that is no input error
+        if report.rows_read == 0 and report.records == 0 and not report.cancelled:
             raise LoadError(reader.source, None, "empty input: no data rows")
-        if report.loaded + report.duplicates == 0 and report.rejected > 0:
+        if report.loaded + report.duplicates == 0 and report.rejected > 0 and not report.cancelled:
             raise LoadError(
                 reader.source,
                 None,
@@ -291,18 +361,23 @@ def _run_load(
             writer.close()
         bar.close()
         reader.close()
-        for f in (rejects, side):
-            if f is None:
-                continue
-            # rejects are kept for a failed skip-mode load too (they explain it); a side
-            # output only exists for a complete, successful load
-            if ok or (f is rejects and opts.on_error == "skip"):
-                f.commit()
-            else:
-                f.abort()
+        # each file is committed or aborted even when the other one fails (a full disk)
+        with contextlib.ExitStack() as outputs:
+            for f in (rejects, side):
+                if f is None:
+                    continue
+                # rejects are kept for a failed or cancelled skip-mode load too (they
+                # explain it); a side output only exists for a complete, successful load
+                if f is rejects and (ok or opts.on_error == "skip"):
+                    outputs.callback(f.commit)
+                elif ok and not report.cancelled:
+                    outputs.callback(f.commit)
+                else:
+                    outputs.callback(f.abort)
 
     report.rejects_file = str(opts.rejects) if rejects is not None else None
-    report.side_output_file = str(opts.side_output_path) if side is not None else None
+    kept = side is not None and not report.cancelled
+    report.side_output_file = str(opts.side_output_path) if kept else None
     report.seconds = time.perf_counter() - t0
     if report.seconds > 0:
         report.triples_per_s = report.loaded / report.seconds

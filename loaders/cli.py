@@ -4,7 +4,8 @@ registers them (`app.command("load")(load)`, `app.command("stats")(stats)`).
 
 Exit codes of `load`: 0 loaded (in skip mode possibly with rejected rows, listed in the
 rejects file); 1 bad input (`file:line: reason` on stderr; in fail mode nothing of the
-failing batch and nothing after it was written); 2 usage errors (typer).
+failing batch and nothing after it was written); 2 usage errors (typer), an output that is
+the input (`--rejects` naming the input file), no space left on device (`file: reason`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import typer
 
 from loaders import FORMATS
 from loaders.base import LoadError, LoadReport
+from loaders.errors import OutputError
 from talent_core.text import printable
 
 log = logging.getLogger("loaders")
@@ -253,7 +255,7 @@ def load(
         typer.echo(f"error: {printable(e, keep_newlines=True)}", err=True)
         if e.raw:
             typer.echo(f"  row: {printable(e.raw[:300])}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2 if isinstance(e, OutputError) else 1) from None
     if json:
         typer.echo(report.model_dump_json(indent=2))
     else:

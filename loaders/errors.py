@@ -13,3 +13,8 @@ class LoadError(Exception):
         self.line = line
         self.reason = reason
         self.raw = raw
+
+
+class OutputError(LoadError):
+    """A load that cannot write where it must (an output path that is an input, no space
+    left on device): not a fault of the input, so the CLI exits 2, not 1."""

@@ -54,8 +54,9 @@ class ExplaGraphsReader(TextFileReader):
         delimiter: str = "\t",
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
         max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
+        max_decompressed_bytes: int | None = None,
     ):
-        super().__init__(path, max_line_length, max_record_lines)
+        super().__init__(path, max_line_length, max_record_lines, max_decompressed_bytes)
         if concepts not in ("example", "global"):
             raise ValueError("concepts must be 'example' or 'global'")
         self.concepts = concepts

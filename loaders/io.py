@@ -3,7 +3,9 @@
 Every reader sits on `LineSource`, which never holds more than one line (at most
 `max_line_length` bytes) in memory, whatever the file size. Problems with one line (bad
 UTF-8, an overlong line) are raised as `LineError` for that line only; the source stays
-usable, so `--on-error skip` can carry on with the next line.
+usable, so `--on-error skip` can carry on with the next line. A `.gz` file is read through
+gzip: corrupt or truncated gzip data, and more than `max_decompressed_bytes` of it (a gzip
+bomb), are file-level `LoadError`s (the rest of the file cannot be read).
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ import codecs
 import gzip
 import json
 import os
+import re
+import zlib
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Self
+
+from loaders.errors import LoadError
 
 DEFAULT_MAX_LINE_LENGTH = 1 << 20  # bytes; line-per-triple formats
 DEFAULT_MAX_RECORD_LENGTH = 256 << 20  # bytes; one RoG record (a whole question graph)
@@ -23,6 +29,29 @@ DEFAULT_MAX_RECORD_LENGTH = 256 << 20  # bytes; one RoG record (a whole question
 # record's first line is a bad row (an unclosed quote) and the lines after it are re-read
 DEFAULT_MAX_RECORD_LINES = 32
 _CHUNK = 1 << 16
+_GZIP_ERRORS = (gzip.BadGzipFile, EOFError, zlib.error)
+# lines a reader skips anyway, consumed a buffer at a time (see `LineSource`): blank lines
+# (spaces, tabs) between lines, empty lines between CSV records; "\r" only before "\n"
+_SKIPPED = {"blank": b" \t\r\n", "empty": b"\r\n"}
+_BLANK_START = frozenset(b" \t\r\n")
+_NEWLINES = b"\n" * (1 << 20)
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+def _blank_run(buf: bytes, chars: bytes) -> tuple[int, int]:
+    """(end, lines) of the run of whole lines made of `chars` at the start of `buf` ((0, 0):
+    none). C-speed scans only: millions of newlines (a gzip bomb) cost no per-line work."""
+    n = len(buf)
+    if n <= len(_NEWLINES) and buf == _NEWLINES[:n]:
+        return n, n  # nothing but newlines: one memcmp
+    end = buf.rfind(b"\n", 0, n - len(buf.lstrip(chars))) + 1
+    if end and b"\r" in chars:
+        lone = _LONE_CR.search(buf, 0, end)
+        if lone:  # a lone "\r" is text (N-Triples rejects it): the run ends before its line
+            end = buf.rfind(b"\n", 0, lone.start()) + 1
+    if not end:
+        return 0, 0
+    return end, buf.count(b"\n", 0, end)
 
 
 class LineError(Exception):
@@ -71,6 +100,12 @@ class LineSource:
     must not swallow the rest of the file). `raw_since_mark()` gives the record's text for
     messages; `unread_after_first()` puts the record's lines after its first back, so that
     a bad first line (a stray quote) costs that line only.
+
+    `skip_blank` ("blank": lines of spaces and tabs; "empty": empty lines, for CSV records,
+    where a tab may be a field): such lines between lines / records are not returned, only
+    counted; a run of them is consumed a buffer at a time, so a file (a gzip bomb) of
+    millions of newlines costs no per-line work. A `.gz` file stops with `LoadError` after
+    `max_decompressed_bytes` (default: the setting) or on bad gzip data.
     """
 
     def __init__(
@@ -78,16 +113,25 @@ class LineSource:
         path: Path,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
         max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
+        max_decompressed_bytes: int | None = None,
     ):
         self.path = Path(path)
         self.max_line_length = max_line_length
         self.max_record_lines = max_record_lines
         # a .gz file is read through gzip; sizes and positions are the compressed file's
         self._raw: BinaryIO = open(self.path, "rb")  # noqa: SIM115 - closed in close()
+        self.gzip = self.path.suffix == ".gz"
         self._f: BinaryIO = (
             gzip.GzipFile(fileobj=self._raw, mode="rb")  # type: ignore[assignment]
-            if self.path.suffix == ".gz" else self._raw
+            if self.gzip else self._raw
         )
+        if self.gzip and max_decompressed_bytes is None:
+            from talent_core.config import get_settings
+
+            max_decompressed_bytes = get_settings().max_decompressed_bytes
+        self.max_decompressed_bytes = max_decompressed_bytes
+        self._inflated = 0  # bytes read from a .gz so far (decompressed)
+        self.skip_blank: str | None = None  # None, "blank" or "empty" (see the docstring)
         self.total_bytes = os.fstat(self._raw.fileno()).st_size
         self.line = 0  # number of the last line returned / raised
         self._mark_line = 1
@@ -108,19 +152,81 @@ class LineSource:
         """The next physical line as read (with its terminator), or None at the end."""
         if self._pushback:
             return self._pushback.popleft()
-        data = self._f.readline(self.max_line_length + 1)
-        if not data:
-            return None
-        if len(data) > self.max_line_length and not data.endswith(b"\n"):
-            head = data[:200]
-            skipped = len(data)
-            while True:  # discard the rest of the overlong line in constant memory
-                more = self._f.readline(_CHUNK)
-                skipped += len(more)
-                if not more or more.endswith(b"\n"):
-                    break
-            return _Overlong(head, skipped)
+        try:
+            data = self._f.readline(self.max_line_length + 1)
+            if self.gzip:
+                self._count(len(data))
+            if data and data[0] in _BLANK_START and self.skip_blank and not self._phys:
+                data = self._skip_blank_lines(data)  # at a record boundary only
+            if not data:
+                return None
+            if len(data) > self.max_line_length and not data.endswith(b"\n"):
+                head = data[:200]
+                skipped = len(data)
+                while True:  # discard the rest of the overlong line in constant memory
+                    more = self._read_line(_CHUNK)
+                    skipped += len(more)
+                    if not more or more.endswith(b"\n"):
+                        break
+                return _Overlong(head, skipped)
+        except _GZIP_ERRORS as e:
+            raise self._gzip_error(e) from None
         return data
+
+    def _read_line(self, size: int) -> bytes:
+        data = self._f.readline(size)
+        if self.gzip:
+            self._count(len(data))
+        return data
+
+    def _skip_blank_lines(self, data: bytes) -> bytes:
+        """`data` and the lines after it while they are blank (between lines / records,
+        never inside a CSV record): counted, not returned; the first other line."""
+        chars = _SKIPPED[self.skip_blank or "empty"]
+        while data and _blank_run(data, chars)[0] == len(data):
+            self.line += 1
+            self._skip_run()
+            self._mark_line = self.line + 1
+            data = self._read_line(self.max_line_length + 1)
+        return data
+
+    def _skip_run(self) -> None:
+        """Consume (and count in `line`) the blank lines that follow, a buffer at a time."""
+        chars = _SKIPPED[self.skip_blank or "empty"]
+        while True:
+            buf = self._f.peek(_CHUNK)  # type: ignore[attr-defined]
+            end, lines = _blank_run(buf, chars)
+            if not end:
+                return
+            self.line += lines
+            self._f.read(end)
+            if self.gzip:
+                self._count(end)
+            if end < len(buf):
+                return
+
+    def _count(self, n: int) -> None:
+        """Add `n` decompressed bytes; past the limit the load stops (a gzip bomb)."""
+        self._inflated += n
+        limit = self.max_decompressed_bytes
+        if limit is not None and self._inflated > limit:
+            raise LoadError(
+                str(self.path),
+                None,
+                f"decompresses to more than {limit:,} bytes (stopped after line {self.line}): "
+                "a gzip bomb? The limit is the setting TALENT_MAX_DECOMPRESSED_BYTES; raise it "
+                "if the file is genuine",
+            )
+
+    def _gzip_error(self, e: Exception) -> LoadError:
+        """A file-level error for bad gzip data (the file cannot be read past it)."""
+        if isinstance(e, EOFError):
+            why = "truncated gzip file (the compressed data ends before its end marker)"
+        elif str(e).startswith("Not a gzipped file"):
+            why = f"not a gzip file, although named .gz ({e})"
+        else:
+            why = f"corrupt gzip data ({e})"
+        return LoadError(str(self.path), None, f"{why}; read up to line {self.line}")
 
     def __next__(self) -> str:
         item = self._physical()
@@ -176,6 +282,7 @@ class LineSource:
     def rewind(self) -> None:
         """Back to the start of the file (after peeking at the first line)."""
         self._f.seek(0)
+        self._inflated = 0
         self._pushback.clear()
         self.line = 0
         self.mark()

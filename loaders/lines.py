@@ -16,7 +16,11 @@ class TextFileReader:
     format = "text"
 
     def __init__(
-        self, path: Path, max_line_length: int, max_record_lines: int = DEFAULT_MAX_RECORD_LINES
+        self,
+        path: Path,
+        max_line_length: int,
+        max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
+        max_decompressed_bytes: int | None = None,
     ):
         self.path = Path(path)
         self.source = str(path)
@@ -25,14 +29,19 @@ class TextFileReader:
         if not self.path.is_file():
             raise LoadError(self.source, None, "not a regular file")
         self.src = LineSource(
-            self.path, max_line_length=max_line_length, max_record_lines=max_record_lines
+            self.path,
+            max_line_length=max_line_length,
+            max_record_lines=max_record_lines,
+            max_decompressed_bytes=max_decompressed_bytes,
         )
         if self.src.total_bytes == 0:
             self.src.close()
             raise LoadError(self.source, None, "empty file (0 bytes)")
 
     def lines(self) -> Iterator[tuple[int, str] | BadRow]:
-        """(line number, text) for every physical line, or BadRow for an unreadable one."""
+        """(line number, text) for every physical line but blank ones (spaces and tabs
+        only: no reader keeps them), or BadRow for an unreadable one."""
+        self.src.skip_blank = "blank"
         while True:
             try:
                 text = next(self.src)
@@ -53,6 +62,7 @@ class TextFileReader:
         old = csv.field_size_limit()
         csv.field_size_limit(max(old, self.src.max_line_length))
         self.src.keep_newline = True
+        self.src.skip_blank = "empty"  # an empty line between records is no record
         reader = csv.reader(self.src, strict=True, **fmt)  # type: ignore[call-overload]
         while True:
             self.src.mark()

@@ -18,8 +18,13 @@ from loaders.lines import TextFileReader
 class MetaQAReader(TextFileReader):
     format = "metaqa"
 
-    def __init__(self, path: Path, max_line_length: int = DEFAULT_MAX_LINE_LENGTH):
-        super().__init__(path, max_line_length)
+    def __init__(
+        self,
+        path: Path,
+        max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_decompressed_bytes: int | None = None,
+    ):
+        super().__init__(path, max_line_length, max_decompressed_bytes=max_decompressed_bytes)
 
     def __iter__(self) -> Iterator[Item]:
         for item in self.lines():

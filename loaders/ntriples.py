@@ -107,8 +107,9 @@ class NTriplesReader(TextFileReader):
         path: Path,
         relation_names: Literal["local", "iri"] = "local",
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_decompressed_bytes: int | None = None,
     ):
-        super().__init__(path, max_line_length)
+        super().__init__(path, max_line_length, max_decompressed_bytes=max_decompressed_bytes)
         if relation_names not in ("local", "iri"):
             raise ValueError("relation_names must be 'local' or 'iri'")
         self.relation_names = relation_names

@@ -36,6 +36,9 @@ class LoadOptions:
     bulk: bool = True
     bulk_max_ids: int = 2_000_000  # entities the bulk path tracks before handing over
     on_commit: Callable[[LoadProgress], None] | None = None  # called after each ack
+    # asked before each batch is read (e.g. `threading.Event().is_set`): True stops the load
+    # there; the batches read so far commit, the report says `cancelled`
+    cancel: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -88,3 +91,4 @@ class LoadReport(BaseModel):
     new_triples: int | None = None  # store triple count delta (rows already stored excluded)
     rejects_file: str | None = None
     side_output_file: str | None = None
+    cancelled: bool = False  # stopped by `LoadOptions.cancel`: only the batches counted here

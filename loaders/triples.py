@@ -83,8 +83,9 @@ class TriplesReader(TextFileReader):
         columns: dict[str, str | int] | None = None,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
         max_record_lines: int = DEFAULT_MAX_RECORD_LINES,
+        max_decompressed_bytes: int | None = None,
     ):
-        super().__init__(path, max_line_length, max_record_lines)
+        super().__init__(path, max_line_length, max_record_lines, max_decompressed_bytes)
         self.columns = columns
         self.header = columns is None or isinstance(next(iter(columns.values())), str)
         self.delimiter = delimiter or self._sniff()

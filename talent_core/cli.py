@@ -89,11 +89,25 @@ class _LazyGroup(TyperGroup):
         cmd.name = cmd_name
         return cmd
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a data dir the embedded store refuses (another user's, or one
+        others could write) is an error message and exit 2 in every command."""
+        try:
+            return super().invoke(ctx)
+        except _data_dir_error() as e:
+            raise _fail(str(e)) from None
+
 
 def _planner_error() -> type[Exception]:
     from talent_core.retrieval.planner import PlannerError
 
     return PlannerError
+
+
+def _data_dir_error() -> type[Exception]:
+    from talent_core.store.falkordb_server import DataDirError
+
+    return DataDirError
 
 
 def _scorer_error() -> type[Exception]:
@@ -647,9 +661,12 @@ def run_app(
     port: Annotated[int, typer.Option(help="port")] = 8501,
     address: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
 ) -> None:
-    """Start the Streamlit UI."""
+    """Start the Streamlit UI (uploads up to TALENT_MAX_UPLOAD_MB)."""
+    from talent_core.config import get_settings
+
     cmd = [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
            "--server.port", str(port), "--server.address", address,
+           "--server.maxUploadSize", str(get_settings().max_upload_mb),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--client.toolbarMode", "minimal"]
     raise typer.Exit(subprocess.call(cmd))

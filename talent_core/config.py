@@ -70,6 +70,12 @@ class Settings(BaseSettings):
     # the bulk path keeps entity id -> node id of what it wrote (~100 bytes each); past this
     # many entities the rest of the load takes the MERGE path
     bulk_max_ids: int = Field(2_000_000, ge=1)
+    # a .gz input may decompress to at most this many bytes (a gzip bomb stops with a clear
+    # error instead of running for minutes); the default admits real dumps
+    max_decompressed_bytes: int = Field(50 * 1024**3, ge=1)
+    # the largest file one upload may bring, in MB: the UI's upload limit (Streamlit's
+    # server.maxUploadSize) and the HTTP API's (413 above it)
+    max_upload_mb: int = Field(200, ge=1)
 
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a

@@ -988,31 +988,56 @@ def _f(x: Any, pct: bool = False) -> str:
     return f"{x:.2f}" if isinstance(x, float) else str(x)
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$!&:])")
+
+
+def _md(text: Any) -> str:
+    """Text from the user's files and command (question types, hops, paths, sweep values)
+    as literal Markdown on one line: the characters that make an image, a link, emphasis,
+    HTML, math or a table cell are backslash-escaped (a type `![t](http://…)` must not
+    become an image fetch where report.md is rendered)."""
+    text = "".join(c if c.isprintable() else " " for c in str(text))
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _code(text: Any) -> str:
+    """``text`` on one line as a Markdown code span (literal), fenced by more backticks than
+    any run inside it."""
+    text = "".join(c if c.isprintable() else " " for c in str(text))
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    """A Markdown table, every cell through `_md` (categories come from the user's files)."""
+    lines = ["| " + " | ".join(map(_md, head)) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
-def markdown(report: dict[str, Any]) -> str:
-    """report.md: the tables (readable on their own) and the plots (pure)."""
+def markdown(report: dict[str, Any], plots: bool = True) -> str:
+    """report.md: the tables (readable on their own) and, with ``plots``, the plots (pure).
+    Text from the user's files and command goes through `_md`/`_code` (literal)."""
     res = report["results"]
     cfg = report["config"]
     ds = report["dataset"]
     out = ["# Evaluation report\n",
-           f"`{report['command']}`\n" if report.get("command") else "",
+           f"{_code(report['command'])}\n" if report.get("command") else "",
            f"- questions: {ds['questions']} from "
-           + ", ".join(f"`{f['path']}` (sha256 {f['sha256'][:12]})" for f in ds["files"])
-           + f"; by hop: {ds['questions_by_hop']}; format {cfg['format']}",
-           f"- store: {ds['store']}" if ds.get("store") else "- store: not used",
-           f"- methods: {', '.join(cfg['methods'])}; LLM modes: {', '.join(cfg['modes'])}; "
-           "sweeps: " + (", ".join(s["name"] + "=" + ",".join(map(str, s["values"]))
-                                   for s in cfg["sweeps"]) or "none"),
+           + ", ".join(f"{_code(f['path'])} (sha256 {_md(f['sha256'][:12])})"
+                       for f in ds["files"])
+           + f"; by hop: {_md(ds['questions_by_hop'])}; format {_md(cfg['format'])}",
+           f"- store: {_md(ds['store'])}" if ds.get("store") else "- store: not used",
+           f"- methods: {_md(', '.join(cfg['methods']))}; LLM modes: "
+           f"{_md(', '.join(cfg['modes']))}; sweeps: "
+           + (_md(", ".join(s["name"] + "=" + ",".join(map(str, s["values"]))
+                            for s in cfg["sweeps"])) or "none"),
            f"- limit {cfg['limit']}, offset {cfg['offset']}, sample seed {cfg['sample_seed']}",
-           f"- code: {report['code']['commit']}"
+           f"- code: {_md(report['code']['commit'])}"
            + (" (uncommitted changes)" if report["code"].get("dirty") else ""),
-           f"- machine: {report['machine']['platform']}, {report['machine']['cpu_count']} CPUs,"
-           f" load {report['machine']['load_average']}",
+           f"- machine: {_md(report['machine']['platform'])}, "
+           f"{report['machine']['cpu_count']} CPUs, load {report['machine']['load_average']}",
            f"- rows: {report['run']['rows']} ({report['run']['resumed']} resumed from rows.jsonl)"
            "\n",
            "Percentages (×100) except mean nodes and latencies (ms). Rows are per method, "
@@ -1076,7 +1101,7 @@ def markdown(report: dict[str, Any]) -> str:
             continue
         what = "Hit@1 % where a generator answered, else retrieval Hit % (mean nodes)"
         out.append(f"## Per {title}\n\n{what}"
-                   + (f", at {point_label(ref)}" if ref else "") + ".\n")
+                   + (f", at {_md(point_label(ref))}" if ref else "") + ".\n")
         cats = sorted({c for g in grp for c in g[key]}, key=str)
 
         def cell(b: dict[str, Any] | None) -> str:
@@ -1093,7 +1118,7 @@ def markdown(report: dict[str, Any]) -> str:
     out.append(_table(["method", "mode", "point", "stage", "p50", "p95", "mean"], [
         (g["method"], g["mode"], g["label"], stage, v["p50_ms"], v["p95_ms"], v["mean_ms"])
         for g in res for stage, v in g["latency"].items() if v]))
-    if report.get("plots"):
+    if plots and report.get("plots"):
         out.append("## Plots\n")
         out += [f"![{p}]({p})\n" for p in report["plots"]]
     out.append("## Metric definitions\n")

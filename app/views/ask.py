@@ -12,7 +12,14 @@ from typing import Any
 
 import streamlit as st
 
-from app.common import get_pipeline, graph, legend, run_with_progress, store_caption
+from app.common import (
+    get_pipeline,
+    graph,
+    graph_ids,
+    legend,
+    run_with_progress,
+    store_caption,
+)
 from app.kg import (
     Extra,
     answer_evidence,
@@ -297,8 +304,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         if cand.nodes:
             legend()
             extra: Extra = h["extra"]
-            clicked = graph(elements(answer, extra, h["evidence"]), key=f"ask-graph-{idx}")
-            if clicked and not clicked.startswith("missing:"):
+            key = f"ask-graph-{idx}"
+            clicked = graph(elements(answer, extra, h["evidence"], graph_ids(key)), key=key)
+            if clicked:  # a KG id (a name not in the KG maps to None)
                 added = extra.add(one_hop(pipe.store, clicked))
                 extra.expanded.append(clicked)
                 st.toast(f"{added} nodes/edges added from the store")

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from app.common import default_pipeline, run_with_progress, store_caption
-from app.safe import plain, upload_path
+from app.safe import plain, report_plots, upload_path
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = {
@@ -51,15 +51,29 @@ def show_report(folder: Path) -> None:
     md = folder / "report.md"
     data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     st.dataframe(flat_results(data, folder.name), width="stretch", hide_index=True)
-    plots = [folder / p for p in data.get("plots", []) if (folder / p).is_file()]
+    plots = report_plots(folder, data)
     for i in range(0, len(plots), 2):
         cols = st.columns(2)
         for c, p in zip(cols, plots[i:i + 2]):
             c.image(str(p), caption=p.name)
     if md.is_file():
         with st.expander("report.md (every table)"):
-            # the report's own Markdown (written by talent_core.report; no KG text in it)
-            st.markdown(md.read_text(encoding="utf-8"))
+            report_markdown(data, md)
+
+
+def report_markdown(data: dict[str, Any], md: Path) -> None:
+    """The report's tables, rendered from report.json by today's writer: question types,
+    paths and the command are escaped there (a report.md saved by an older version may hold
+    them raw, and one written by hand anything), and the plots are shown above. A
+    report.json the writer cannot read is shown as its report.md's plain text."""
+    from talent_core.report import markdown
+
+    try:
+        text = markdown(data, plots=False)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        st.code(md.read_text(encoding="utf-8"), language=None)
+        return
+    st.markdown(text)
 
 
 def _lines(path: Path) -> int:
@@ -190,10 +204,9 @@ def compare_section(data_dir: Path) -> None:
         for c, p in zip(cols, picked):
             with c:
                 st.caption(labels[p])
-                for img in json.loads((Path(p) / "report.json").read_text(
-                        encoding="utf-8")).get("plots", [])[:4]:
-                    if (Path(p) / img).is_file():
-                        st.image(str(Path(p) / img), caption=img)
+                data = json.loads((Path(p) / "report.json").read_text(encoding="utf-8"))
+                for img in report_plots(Path(p), data)[:4]:
+                    st.image(str(img), caption=img.name)
 
 
 page()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.common import default_pipeline, graph, legend, store_caption
+from app.common import default_pipeline, graph, graph_ids, legend, store_caption
 from app.kg import Extra, find_entities, neighbourhood_elements, one_hop
 from app.safe import plain
 from talent_core.models import Entity
@@ -47,7 +47,14 @@ def page() -> None:
     sub = one_hop(pipe.store, entity.id, CAPS)
     rels = sorted({e.rel for e in sub.edges} | {r for _, r, _ in extra.edges})
     c1, c2 = st.columns([3, 1])
-    chosen = c1.multiselect("Relations", rels, default=rels, key=f"rels-{entity.id}")
+    key, default = f"rels-{entity.id}", rels
+    offered: set[str] = state.setdefault("offered", set())
+    fresh = [r for r in rels if r not in offered]
+    if offered and fresh and key in st.session_state:  # a click brought new relations
+        st.session_state[key] = [*st.session_state[key], *fresh]
+        default = None  # the value is set: no default (Streamlit warns about both)
+    offered.update(rels)
+    chosen = c1.multiselect("Relations", rels, default=default, key=key)
     if c2.button("Ask about this entity", type="primary", key="explore_ask"):
         st.session_state["_carry"] = entity.name
         st.switch_page("views/ask.py")
@@ -56,8 +63,9 @@ def page() -> None:
                      + (f" · {len(extra.expanded)} node(s) expanded" if extra.expanded
                         else "")))
     legend(["seed", "candidate", "expanded"], edges=False)
-    els = neighbourhood_elements(entity, sub, set(chosen), extra)
-    clicked = graph(els, key=f"explore-graph-{entity.id}", height=480)
+    key = f"explore-graph-{entity.id}"
+    els = neighbourhood_elements(entity, sub, set(chosen), extra, graph_ids(key))
+    clicked = graph(els, key=key, height=480)
     if clicked:
         extra.add(one_hop(pipe.store, clicked))
         extra.expanded.append(clicked)

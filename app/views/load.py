@@ -1,12 +1,23 @@
-"""Load: upload a KG file (format detected from its name where it can be), the CLI's
-options, a live progress bar fed by the loader's `on_commit` callback, and a readable
-result: counts, the rejected rows as a table and as a download."""
+"""Load: upload a KG file (format detected from its name where it can be; at most
+`max_upload_mb`), the CLI's options, a live progress bar fed by the loader's `on_commit`
+callback, a Cancel button (the load stops at the next batch boundary), and a readable
+result: counts, the rejected rows as a table and as a download.
+
+The load runs on a worker thread held in the session state: pressing Cancel reruns this
+page while the load goes on, and the rerun finds the load there, sets its cancel flag and
+goes on drawing its progress."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +25,31 @@ import streamlit as st
 
 from app.common import default_pipeline, run_with_progress, store_caption
 from app.safe import plain, upload_path
+from talent_core.config import get_settings
 
 AUTO = "auto (from the file name)"
+JOB = "_load_job"  # the session state's running load
+MB = 1024 * 1024  # Streamlit's server.maxUploadSize counts MB of 2**20 bytes
 
 
-def count_lines(path: Path) -> int | None:
+def count_lines(path: Path, max_bytes: int | None = None,
+                stop: Callable[[], bool] | None = None) -> int | None:
     """Lines of a text file (gzip read through), for the progress bar's total; None for a
-    binary format."""
+    binary format, a file that does not read (the load then says why), more than
+    ``max_bytes`` or when ``stop()`` says so (a Cancel while counting)."""
     if path.suffix.lower() == ".parquet":
         return None
     opener = gzip.open if path.suffix.lower() == ".gz" else open
-    n = 0
-    with opener(path, "rb") as f:  # type: ignore[operator]
-        for block in iter(lambda: f.read(1 << 20), b""):
-            n += block.count(b"\n")
+    n = size = 0
+    try:
+        with opener(path, "rb") as f:  # type: ignore[operator]
+            for block in iter(lambda: f.read(1 << 20), b""):
+                n += block.count(b"\n")
+                size += len(block)
+                if (max_bytes is not None and size > max_bytes) or (stop and stop()):
+                    return None
+    except (OSError, EOFError, zlib.error):
+        return None
     return n
 
 
@@ -42,12 +64,22 @@ def guess_format(name: str) -> tuple[str | None, str]:
         return None, e.reason
 
 
-def result_view(report: Any, rejects: Path | None, upload_name: str) -> None:
+def result_view(report: Any, rejects: Path | None, upload_name: str,
+                through: int | None = None, total: int | None = None) -> None:
     r = report
     verb = "Checked (dry run, nothing written)" if r.dry_run else "Loaded"
-    (st.success if not r.rejected else st.warning)(
-        plain(f"{verb}: {upload_name} · {r.loaded:,} triples · {r.rejected:,} rejected rows"
-              f" · {r.seconds:.1f} s"))
+    if r.cancelled:
+        where = f" (through line {through:,}" if through else ""
+        where += (f" of {total:,})" if total else ")") if where else ""
+        st.warning(plain(
+            f"Cancelled: {upload_name} · stopped after {r.rows_read:,} rows{where} · "
+            f"{r.loaded:,} triples {'checked' if r.dry_run else 'committed'}"
+            f" · {r.rejected:,} rejected rows · {r.seconds:.1f} s. The batches before the "
+            "cancel are complete in the store; the rest of the file was not loaded."))
+    else:
+        (st.success if not r.rejected else st.warning)(
+            plain(f"{verb}: {upload_name} · {r.loaded:,} triples · {r.rejected:,} rejected "
+                  f"rows · {r.seconds:.1f} s"))
     c = st.columns(5)
     c[0].metric("rows read", f"{r.rows_read:,}")
     c[1].metric("triples loaded", f"{r.loaded:,}")
@@ -75,41 +107,125 @@ def result_view(report: Any, rejects: Path | None, upload_name: str) -> None:
         st.caption(plain(f"questions written to {r.side_output_file}"))
 
 
-def run_load(pipe: Any, path: Path, fmt: str, options: dict[str, Any], total: int | None,
-             shown_name: str) -> tuple[Any, Exception | None]:
-    """Run the load on a worker thread; this (the page's) thread draws the progress."""
-    prog: dict[str, Any] = {}
+@dataclass
+class LoadJob:
+    """A load on a worker thread, kept in the session state across the page's reruns: its
+    private temporary folder (the upload, the rejects file), cancel flag, progress (from
+    the loader's `on_commit`) and outcome."""
 
-    def on_commit(p: Any) -> None:  # the loader's writer thread: record only
-        prog.update(line=p.through_line, triples=p.triples_committed, batch=p.batch)
+    tmp: Path
+    path: Path
+    rejects: Path | None
+    total: int | None = None  # lines, once counted
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: dict[str, int] = field(default_factory=dict)
+    report: Any = None
+    error: BaseException | None = None
+    t0: float = field(default_factory=time.perf_counter)
+    seconds: float = 0.0
+    thread: threading.Thread | None = None
 
-    def status(el: float) -> tuple[float, str]:
-        line, triples = prog.get("line", 0), prog.get("triples", 0)
+    def start(self, pipe: Any, fmt: str, options: dict[str, Any]) -> None:
+        def on_commit(p: Any) -> None:  # the loader's writer thread: record only
+            self.progress.update(line=p.through_line, triples=p.triples_committed)
+
+        def run() -> None:
+            try:  # counted here, not on the page: a large .gz takes a while (and may cancel)
+                self.total = count_lines(self.path, get_settings().max_decompressed_bytes,
+                                         self.cancel.is_set)
+                self.report = pipe.load(self.path, fmt, on_commit=on_commit,
+                                        cancel=self.cancel.is_set, progress=False, **options)
+            except BaseException as e:  # shown on the page
+                self.error = e
+            finally:  # the upload goes now (the rejects file once the outcome is shown)
+                self.path.unlink(missing_ok=True)
+            self.seconds = time.perf_counter() - self.t0
+
+        self.thread = threading.Thread(target=run, daemon=True, name="ui-load")
+        self.thread.start()
+
+
+def start_load(pipe: Any, upload: Any, fmt: str, options: dict[str, Any]) -> LoadJob:
+    """Write the upload into a private temporary folder and start loading it."""
+    tmp = Path(tempfile.mkdtemp(prefix="talent-upload-"))
+    path = upload_path(tmp, upload.name)
+    path.write_bytes(upload.getvalue())
+    rejects = tmp / "rejects.jsonl" if options["on_error"] == "skip" else None
+    job = LoadJob(tmp, path, rejects)
+    job.start(pipe, fmt, {**options, "rejects": rejects})
+    return job
+
+
+def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
+    """Draw the job's progress (with its Cancel button) until it ends, then its outcome
+    (and, with ``caption``, the sidebar's store line); the temporary folder goes once the
+    outcome is shown."""
+    from loaders.base import LoadError
+
+    slot = st.empty()
+    if slot.button("Cancel the load", key="cancel_load", disabled=job.cancel.is_set(),
+                   help="stop at the next batch boundary: the batches written so far stay "
+                   "complete in the store, nothing after them is read"):
+        job.cancel.set()
+
+    def status(_: float) -> tuple[float, str]:
+        el = time.perf_counter() - job.t0
+        line, triples = job.progress.get("line", 0), job.progress.get("triples", 0)
         rate = triples / el if el else 0.0
-        frac = min(line / total, 1.0) if total else 0.0
+        frac = min(line / job.total, 1.0) if job.total else 0.0
         eta = (el / frac - el) if frac > 0.01 else None
-        return frac, (f"{line:,} rows" + (f" of {total:,}" if total else "")
+        return frac, (("cancelling: the batch in flight commits, nothing more is read · "
+                       if job.cancel.is_set() else "")
+                      + f"{line:,} rows" + (f" of {job.total:,}" if job.total else "")
                       + f" · {triples:,} triples · {rate:,.0f} triples/s"
                       + (f" · ETA {eta:.0f} s" if eta is not None else "") + f" · {el:.0f} s")
 
-    report, error, took, bar = run_with_progress(
-        lambda: pipe.load(path, fmt, on_commit=on_commit, progress=False, **options),
-        "Reading and embedding the first batch…", status, poll_s=0.3)
-    bar.progress(1.0, text=f"done in {took:.1f} s")
-    return report, error
+    assert job.thread is not None
+    _, _, _, bar = run_with_progress(job.thread.join, "Reading and embedding the first "
+                                     "batch…", status, poll_s=0.3)
+    slot.empty()
+    st.session_state.pop(JOB, None)
+    if caption:  # left out of this run while the load ran
+        store_caption(pipe)
+    try:
+        cancelled = job.report is not None and job.report.cancelled
+        bar.progress(1.0, text=f"{'cancelled' if cancelled else 'done'} in {job.seconds:.1f} s")
+        error, name = job.error, job.path.name
+        if isinstance(error, LoadError):
+            where = f"{name}:{error.line}" if error.line is not None else name
+            st.error(plain(f"{where}: {error.reason}"))
+            if error.raw:
+                st.code(error.raw, language=None)
+            st.caption("Nothing of the failing batch was written (on a bad row: fail). "
+                       "Choose skip to load the good rows and list the bad ones.")
+        elif error is not None:
+            st.error(plain(f"{type(error).__name__}: {error}".replace(str(job.tmp), "")))
+        else:
+            result_view(job.report, job.rejects, name, job.progress.get("line"), job.total)
+    finally:
+        shutil.rmtree(job.tmp, ignore_errors=True)
 
 
 def page() -> None:
     from loaders import FORMATS
-    from loaders.base import LoadError
 
     st.title("Load data")
     pipe = default_pipeline()
-    store_caption(pipe)
+    job: LoadJob | None = st.session_state.get(JOB)
+    running = job is not None
+    if not running:  # a running load's counts are its own (and the store is busy with it)
+        store_caption(pipe)
+    limit_mb = get_settings().max_upload_mb
     upload = st.file_uploader(
         "KG file", key="upload",
         help="MetaQA kb.txt, triples .tsv/.csv, N-Triples .nt, RoG .jsonl/.parquet, "
         "ExplaGraphs .tsv (.gz for line formats)")
+    st.caption(f"Largest upload: {limit_mb:,} MB (setting TALENT_MAX_UPLOAD_MB)")
+    too_big = upload is not None and upload.size > limit_mb * MB
+    if too_big:
+        assert upload is not None
+        st.error(plain(f"{upload.name}: {upload.size / MB:,.1f} MB is over the upload limit "
+                       f"of {limit_mb:,} MB (TALENT_MAX_UPLOAD_MB); nothing was written"))
     guessed, why = guess_format(upload.name) if upload is not None else (None, "")
     c1, c2 = st.columns(2)
     fmt_choice = c1.selectbox("Format", [AUTO, *FORMATS], key="load_format")
@@ -131,33 +247,20 @@ def page() -> None:
                                 key="limit")
         dry_run = st.checkbox("dry run: check every row, write nothing", key="dry_run")
     fmt = guessed if fmt_choice == AUTO else fmt_choice
-    if not st.button("Load", type="primary", key="load", disabled=upload is None or not fmt):
-        return
-    assert upload is not None and fmt
-    with tempfile.TemporaryDirectory() as tmp:
-        path = upload_path(Path(tmp), upload.name)
-        path.write_bytes(upload.getvalue())
-        rejects = Path(tmp) / "rejects.jsonl" if on_error == "skip" else None
-        options: dict[str, Any] = {"on_error": on_error, "rejects": rejects,
-                                   "dry_run": dry_run, "limit": int(limit) or None}
-        if delimiter.strip():
-            options["delimiter"] = delimiter.strip()
-        if columns.strip():
-            options["columns"] = columns.strip()
-        total = count_lines(path)
-        report, error = run_load(pipe, path, fmt, options, total, path.name)
-        if isinstance(error, LoadError):
-            where = f"{path.name}:{error.line}" if error.line is not None else path.name
-            st.error(plain(f"{where}: {error.reason}"))
-            if error.raw:
-                st.code(error.raw, language=None)
-            st.caption("Nothing of the failing batch was written (on a bad row: fail). "
-                       "Choose skip to load the good rows and list the bad ones.")
-            return
-        if error is not None:
-            st.error(plain(f"{type(error).__name__}: {error}".replace(str(tmp), "")))
-            return
-        result_view(report, rejects, path.name)
+    if st.button("Load", type="primary", key="load",
+                 disabled=upload is None or not fmt or too_big):
+        if job is not None:
+            st.info("A load is running: cancel it or wait for it to end.")
+        elif upload is not None and fmt and not too_big:  # too_big: checked again here
+            options: dict[str, Any] = {"on_error": on_error, "dry_run": dry_run,
+                                       "limit": int(limit) or None}
+            if delimiter.strip():
+                options["delimiter"] = delimiter.strip()
+            if columns.strip():
+                options["columns"] = columns.strip()
+            job = st.session_state[JOB] = start_load(pipe, upload, fmt, options)
+    if job is not None:
+        follow_load(pipe, job, caption=running)
 
 
 page()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +13,25 @@ import numpy as np
 from talent_core.models import Edge, Entity
 from talent_core.store.base import Vector
 from talent_core.text import char_problem, key_problem
+
+
+def make_private_dirs(folder: Path) -> None:
+    """Create `folder` and its missing parents owner-only (0700, whatever the umask): an
+    export or rejects folder outside the private data dir holds KG text."""
+    folder = Path(folder)
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+
+
+def owner_only(path: str, flags: int) -> int:
+    """An `open(..., opener=owner_only)` opener: a new file is created 0600 whatever the
+    umask."""
+    return os.open(path, flags, 0o600)
 
 
 def spans(n: int, size: int) -> Iterator[slice]:

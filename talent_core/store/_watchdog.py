@@ -2,9 +2,9 @@
 to a server it starts (not for `talent server start`, which runs until stopped), in one of
 two modes:
 
-Owner mode, `python -I -S _watchdog.py OWNER_PID SERVER_PID` (TALENT_SERVER_IDLE_TIMEOUT=0:
-the server lives as long as the command that started it). It waits until either process
-ends:
+Owner mode, `python -I -S _watchdog.py OWNER_PID SERVER_PID [SOCKET]`
+(TALENT_SERVER_IDLE_TIMEOUT=0: the server lives as long as the command that started it). It
+waits until either process ends:
   * the server ended (stopped cleanly by its owner, or by anyone): exit;
   * the owner ended while the server still runs (kill -9, a crash, os._exit): SIGTERM the
     server (Redis then flushes and fsyncs the AOF and exits), SIGKILL it after 60 s.
@@ -23,6 +23,10 @@ SIGTERM (Redis fsyncs the AOF and exits; every acknowledged write was already fs
 stopped it (`talent server stop`). A client that connects in the instant of the stop sees a
 closed connection; the stores then restart the server and retry (`FalkorDBStore._call`).
 
+Either way, once the server has ended, the private `talent-*` directory its SOCKET path went
+through (when the data dir's path is too long for a unix socket) is removed
+(`remove_link_dir`), so a stopped server leaves no folder behind.
+
 Stdlib only and run in isolated mode: it must start in milliseconds and import nothing of
 the project. On Linux the server (and owner) are watched through pidfds (no polling, and a
 pid reused by another process can never be signalled); elsewhere it polls every 0.5 s.
@@ -30,6 +34,8 @@ pid reused by another process can never be signalled); elsewhere it polls every 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import select
 import signal
@@ -37,6 +43,8 @@ import socket
 import sys
 import time
 
+LOCK_NAME = "falkordb.lock"  # as falkordb_server: held while a server for the data dir lives
+SOCKET_RECORD_NAME = "falkordb.socket"
 GRACE_S = 60.0
 COMPACT_WAIT_S = 600.0
 IO_TIMEOUT_S = 10.0
@@ -104,6 +112,38 @@ class _Server:
             return
         _log(f"server pid {self.pid} did not stop in {GRACE_S:.0f} s; killing it")
         self.send(signal.SIGKILL)
+        self.wait(5.0)
+
+
+def remove_link_dir(sock: str) -> None:
+    """After a server stopped: remove the private mkdtemp `talent-*` directory its socket
+    path `sock` went through (a link to the data dir; see
+    `falkordb_server.EmbeddedServer._choose_socket_path`) and the data dir's record of that
+    path, unless a server for the data dir runs or is starting (it holds the start lock)."""
+    link = os.path.dirname(sock)
+    runtime = os.path.dirname(link)
+    if not os.path.basename(runtime).startswith("talent-") or not os.path.islink(link):
+        return  # the data dir's own socket, or $XDG_RUNTIME_DIR/talent (kept, reused)
+    try:
+        fd: int | None = os.open(os.path.join(link, LOCK_NAME), os.O_RDWR)
+    except OSError:
+        fd = None  # the data dir is gone: its link is stale
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            record = os.path.join(link, SOCKET_RECORD_NAME)
+            with contextlib.suppress(OSError), open(record, encoding="utf-8") as f:
+                if f.read().strip() == sock:
+                    os.unlink(record)
+        with contextlib.suppress(OSError):
+            os.unlink(link)
+            os.rmdir(runtime)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 # --- owner mode ----------------------------------------------------------------------------
@@ -286,5 +326,11 @@ def idle_main(timeout: float, server: int, path: str, compact_bytes: int) -> int
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--idle"]:
-        sys.exit(idle_main(float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])))
-    sys.exit(main(int(sys.argv[1]), int(sys.argv[2])))
+        rc = idle_main(float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]))
+        sock = sys.argv[4]
+    else:
+        rc = main(int(sys.argv[1]), int(sys.argv[2]))
+        sock = sys.argv[3] if len(sys.argv) > 3 else ""
+    if sock:  # the server has ended (both modes return only then)
+        remove_link_dir(sock)
+    sys.exit(rc)

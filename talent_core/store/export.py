@@ -22,11 +22,15 @@ temporary sibling directory that is renamed to DIR at the end, so DIR never hold
 export. DIR also gets `import.sh` (the exact neo4j-admin command and the post-import schema
 step), `schema.cypher` (the project's Neo4j constraints and indexes), `manifest.json` and a
 README.md. The import itself needs a stopped Neo4j 5.x with neo4j-admin; it is not run here.
+DIR is created 0700 and its files 0600 (they hold the KG: not world-readable, whatever the
+umask); a DIR that is (or holds) the store's data dir is refused, and a full disk stops the
+export with `path: no space left on device`.
 """
 
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import os
 import shlex
@@ -41,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from talent_core.store._common import make_private_dirs, owner_only
 from talent_core.text import normalise_name
 
 DELIMITER = ","
@@ -131,7 +136,9 @@ class _PartWriter:
         self._f: Any = None
         self._w: Any = None
         self._in_part = 0
-        with open(root / f"{kind}.header.csv", "w", encoding="utf-8", newline="") as f:
+        with open(
+            root / f"{kind}.header.csv", "w", encoding="utf-8", newline="", opener=owner_only
+        ) as f:
             csv_writer(f).writerow(KINDS[kind])
 
     def write(self, row: list[str]) -> None:
@@ -144,7 +151,9 @@ class _PartWriter:
     def _next(self) -> None:
         self.close()
         name = f"{self.kind}.part-{len(self.files) + 1:05d}.csv"
-        self._f = open(self.root / name, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._f = open(  # noqa: SIM115 - closed in close()
+            self.root / name, "w", encoding="utf-8", newline="", opener=owner_only
+        )
         self._w = csv_writer(self._f)
         self._in_part = 0
         self.files.append(name)
@@ -193,7 +202,17 @@ def _write_kind(
 
 
 # --- the target directory -----------------------------------------------------------------------
-def _check_target(target: Path, force: bool) -> None:
+def _check_target(target: Path, force: bool, store: Any = None) -> None:
+    """Refuse a target that is a file, not empty (without `force`), or the store's own data
+    dir or a folder holding it (publishing replaces the target: the store would be lost)."""
+    data_dir = getattr(store, "data_dir", None)
+    if data_dir is not None and target.exists():
+        d = Path(data_dir).resolve()
+        if any(p.exists() and os.path.samefile(target, p) for p in (d, *d.parents)):
+            raise ExportError(
+                f"{target} is or holds the store's data dir {d}: the export would replace "
+                "the store; choose another directory"
+            )
     if target.exists() and not target.is_dir():
         raise ExportError(f"{target} exists and is not a directory")
     if target.is_dir() and any(target.iterdir()) and not force:
@@ -232,8 +251,8 @@ def export_neo4j_import(
             f"export reads a FalkorDB or Neo4j store, not {getattr(store, 'dialect', store)!r}"
         )
     target = Path(target).absolute()
-    _check_target(target, force)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _check_target(target, force, store)
+    make_private_dirs(target.parent)
     t0 = time.perf_counter()
     stats = store.stats()
     rep = ExportReport(directory=str(target), source=stats.store)
@@ -256,10 +275,7 @@ def export_neo4j_import(
         src, rel, dst = r[0], r[1], r[2]
         return None if rel is None else [src, dst, rel, REL_TYPE]
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    umask = os.umask(0o22)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it 0700
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))  # 0700
     try:
         kw: dict[str, Any] = {"batch_size": batch_size, "part_rows": part_rows,
                               "progress": progress}  # fmt: skip
@@ -275,8 +291,13 @@ def export_neo4j_import(
         rep.seconds = round(time.perf_counter() - t0, 2)
         _write_docs(tmp, rep)
         _publish(tmp, target)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            raise ExportError(
+                f"{target}: no space left on device"
+                + (f" (writing {e.filename})" if e.filename else "")
+            ) from None
         raise
     rep.directory = str(target)
     return rep
@@ -299,9 +320,14 @@ def import_command(rep: ExportReport, database: str = "neo4j") -> list[str]:
     ]  # fmt: skip
 
 
+def _write_text(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8", opener=owner_only) as f:  # 0600
+        f.write(text)
+
+
 def _write_docs(root: Path, rep: ExportReport) -> None:
     schema = resources.files("cypher") / "neo4j" / "schema.cypher"
-    (root / "schema.cypher").write_text(schema.read_text(encoding="utf-8"), encoding="utf-8")
+    _write_text(root / "schema.cypher", schema.read_text(encoding="utf-8"))
     dim = rep.dimension if rep.dimension is not None else 384
     args = [shlex.quote(a) for a in import_command(rep, "@DATABASE@")]
     cmd = " \\\n  ".join(args).replace("@DATABASE@", '"$DATABASE"')
@@ -324,8 +350,8 @@ if [ "${{SKIP_SCHEMA:-0}}" != "1" ]; then
     -a "${{NEO4J_URI:-bolt://localhost:7687}}" --param 'dimension => {dim}' -f schema.cypher
 fi
 """
-    (root / "import.sh").write_text(script, encoding="utf-8")
-    (root / "import.sh").chmod(0o755)
+    _write_text(root / "import.sh", script)
+    (root / "import.sh").chmod(0o700)
     files = "\n".join(f"- `{k}`: " + ", ".join(f"`{f}`" for f in v) for k, v in rep.files.items())
     readme = f"""# Neo4j bulk-import files
 
@@ -373,7 +399,7 @@ cypher-shell -d neo4j -u neo4j -p "$NEO4J_PASSWORD" --param 'dimension => {dim}'
 creates the schema on its first write.) Vector indexes populate in the background; wait
 with `CALL db.awaitIndexes()` before timing queries.
 """
-    (root / "README.md").write_text(readme, encoding="utf-8")
+    _write_text(root / "README.md", readme)
     manifest = {**asdict(rep), "delimiter": DELIMITER, "array_delimiter": ARRAY_DELIMITER,
                 "quote": QUOTE, "headers": KINDS, "command": import_command(rep)}  # fmt: skip
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    _write_text(root / "manifest.json", json.dumps(manifest, indent=2) + "\n")

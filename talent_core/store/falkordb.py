@@ -9,7 +9,9 @@ cypher/neo4j); reads and writes are `CypherStore`'s.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +37,46 @@ log = logging.getLogger(__name__)
 # The only DDL error that means "already there" (FalkorDB has no IF NOT EXISTS).
 _ALREADY = ("already indexed",)
 _EMPTY_KEY = "empty key"  # any query on a graph key that does not exist yet
+# what the server logs when a write of its AOF fails on a full disk (then, with appendfsync
+# always, it exits: "Can't recover from AOF write error ... Exiting")
+_DISK_FULL = ("no space left on device", "short write while writing to the aof")
+_SERVER_START = "Redis is starting"  # the first line a server start logs
+_FULL_BELOW = 1 << 20  # free bytes under which a data dir's disk counts as full
+
+
+def disk_full_error(server: EmbeddedServer) -> OSError | None:
+    """ENOSPC naming the AOF folder when the server of `server`'s data dir is gone and its
+    last run logged a failed write on a full disk, or its disk is full (its last words may
+    not have fit in the log); None otherwise. The store then stops instead of restarting a
+    server that would die on its next write again."""
+    why = None
+    try:
+        with open(server.logfile, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - (64 << 10)))
+            tail = f.read().decode("utf-8", errors="replace")
+        last_run = tail.rsplit(_SERVER_START, 1)[-1]
+        why = next((f"could not write its append-only file and stopped (server log "
+                    f"{server.logfile}: {x.strip()!r})" for x in reversed(last_run.splitlines())
+                    if any(k in x.lower() for k in _DISK_FULL)), None)  # fmt: skip
+    except OSError:
+        pass
+    if why is None:
+        try:
+            st = os.statvfs(server.data_dir)
+        except OSError:
+            return None
+        if st.f_bavail * st.f_frsize >= _FULL_BELOW:
+            return None
+        why = f"stopped with its disk full ({st.f_bavail * st.f_frsize:,} bytes free)"
+    if server.ping():
+        return None
+    return OSError(
+        errno.ENOSPC,
+        f"no space left on device: the embedded FalkorDB server {why}; free space there, "
+        "then run the command again (batches committed so far are stored; a reload MERGEs "
+        "them)",
+        str(server.data_dir / "appendonlydir"),
+    )
 
 
 class _Literal:
@@ -150,13 +192,26 @@ class FalkorDBStore(CypherStore):
 
     def _call(self, fn: Any) -> Any:
         """Run `fn(graph)`; if the server is gone (stopped by the process that started it,
-        or killed), restart it and retry once: every write here is an idempotent MERGE."""
+        or killed), restart it and retry once: every write here is an idempotent MERGE.
+        A server that died on a full disk is not restarted: ENOSPC (`disk_full_error`)."""
         try:
             return fn(self._connect())
         except (redis.ConnectionError, redis.TimeoutError) as e:
+            self.lost_server()
             log.warning("embedded FalkorDB unreachable (%s); restarting it and retrying", e)
-            self._disconnect()
+        try:
             return fn(self._connect())
+        except (redis.ConnectionError, redis.TimeoutError):
+            self.lost_server()
+            raise
+
+    def lost_server(self) -> None:
+        """Drop the connection to a server that stopped answering; raise ENOSPC when it
+        died on a full disk (no restart, no retry)."""
+        self._disconnect()
+        full = disk_full_error(self.server)
+        if full is not None:
+            raise full from None
 
     def _run(
         self, text: str, params: dict[str, Any] | None = None, write: bool = False

@@ -316,7 +316,7 @@ class BulkSession:
             with st.server.write_lock(), timer("vectors"):
                 self._convert(st._connect(), lo, hi)
         except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
-            st._disconnect()
+            st.lost_server()  # ENOSPC when it died on a full disk
             log.warning("bulk load: lost the server converting vectors (%s); the MERGE path "
                         "takes over", e)  # fmt: skip
             self.pending = None
@@ -345,7 +345,7 @@ class BulkSession:
                                  *b.rels]  # fmt: skip
                         _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), b.hi - b.lo)
             except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
-                st._disconnect()
+                st.lost_server()  # ENOSPC when it died on a full disk
                 raise BulkAbandoned(f"lost the server during a bulk batch ({e})") from None
         self.next_id = b.hi
         if b.nodes:

@@ -48,7 +48,17 @@ runtime directory: `$XDG_RUNTIME_DIR/talent/` when XDG_RUNTIME_DIR is ours with 
 else a fresh `mkdtemp` directory; the directory is checked (lstat: a real directory, owned
 by us, mode 0700) before use and whenever a process reads the path, so no other user can
 pre-create or swap it (the old fallback was a predictable /tmp/talent-<uid>-<hash> link).
-The path in use is recorded in `falkordb.socket` in the data dir for the other processes.
+The path in use is recorded in `falkordb.socket` in the data dir for the other processes;
+the mkdtemp directory is removed when its server stops (by `stop`, `shutdown` or the
+watchdog, which sees every end of the server).
+
+Before any of that, on every open (`check_data_dir`, before anything follows a link into
+the data dir or talks to a socket there): the data dir's path is walked with lstat, each
+link and directory on it root's or ours and no directory writable by others (sticky ones
+like /tmp apart), and the data dir must be ours, not writable by others, and hold no file
+of another user (a planted socket). Anything else is a `DataDirError` (the CLI: a message
+and exit 2), never a warning: another user who controls the directory could swap the
+socket for their own server and receive every query.
 """
 
 from __future__ import annotations
@@ -60,6 +70,7 @@ import hashlib
 import json
 import logging
 import os
+import pwd
 import signal
 import stat
 import subprocess
@@ -75,6 +86,8 @@ from typing import ClassVar
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from talent_core.store._watchdog import remove_link_dir
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +106,131 @@ _MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux (104 on macOS)
 
 class EmbeddedServerError(RuntimeError):
     """The embedded FalkorDB server could not be started or reached."""
+
+
+class DataDirError(EmbeddedServerError):
+    """The data dir is not safe to use: another user owns or could replace it, or a file in
+    it (the socket above all). Raised before anything follows a link into it, writes in it
+    or talks to a socket there."""
+
+
+def _who(uid: int) -> str:
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _trusted(uid: int) -> bool:
+    """Root or this user: nobody else may own a directory or link on the data dir's path."""
+    return uid in (0, os.geteuid())
+
+
+def _parent_problem(st: os.stat_result) -> str | None:
+    """Why another user could replace an entry of the directory `st` describes: they own
+    it, or may write it (without the sticky bit, which keeps /tmp's entries their owners')."""
+    if not _trusted(st.st_uid):
+        return f"is owned by {_who(st.st_uid)}, who could replace what is in it"
+    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        return (f"is writable by other users (mode {stat.S_IMODE(st.st_mode):04o}), who "
+                "could replace what is in it")
+    return None
+
+
+def _walk(path: Path) -> tuple[Path, os.stat_result | None]:
+    """`path` resolved as `Path.resolve()` does, but each component is lstat()ed and checked
+    before it is followed: directories on the way owned by root or this user and not
+    writable by others (sticky ones apart), symlinks owned by root or this user. Returns
+    the real path and its lstat (None when it does not exist yet); DataDirError else."""
+    full = Path(os.path.expanduser(path))
+    parts = list(reversed((full if full.is_absolute() else Path.cwd() / full).parts))
+    cur, cur_st, links = Path("/"), os.lstat("/"), 0
+    while parts:
+        name = parts.pop()
+        if name in ("", ".", "/"):
+            continue
+        if name == "..":
+            cur = cur.parent
+            cur_st = os.lstat(cur)
+            continue
+        problem = _parent_problem(cur_st)
+        if problem:
+            raise DataDirError(f"{cur} {problem}")
+        nxt = cur / name
+        try:
+            st = os.lstat(nxt)
+        except FileNotFoundError:
+            return Path(os.path.normpath(Path(nxt, *reversed(parts)))), None
+        except OSError as e:
+            raise DataDirError(f"{nxt} cannot be examined ({e.strerror})") from None
+        if stat.S_ISLNK(st.st_mode):
+            if not _trusted(st.st_uid):
+                raise DataDirError(f"{nxt} is a symlink owned by {_who(st.st_uid)}")
+            links += 1
+            if links > 40:
+                raise DataDirError(f"{nxt}: too many levels of symbolic links")
+            target = Path(os.readlink(nxt))
+            if target.is_absolute():
+                cur, cur_st = Path("/"), os.lstat("/")
+            parts += reversed(target.parts)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise DataDirError(f"{nxt} is not a directory")
+        cur, cur_st = nxt, st
+    return cur, cur_st
+
+
+def check_data_dir(path: Path) -> tuple[Path, bool]:
+    """The real path of the data dir `path` and whether it exists, once it is safe to use;
+    else DataDirError naming the path and the problem. Its path must pass `_walk`; an
+    existing one must be this user's, not writable by others (a shared directory such as
+    /tmp is refused, not chmod-ed), and is made 0700 here when others may read it. Every
+    file in it (the socket, the record of the socket's path, the AOF) must be this user's:
+    another user's was planted while the directory was open to them. Once that holds,
+    only this user (and root) can change any of it."""
+    try:
+        real, st = _walk(Path(path))
+    except DataDirError as e:
+        raise DataDirError(f"data dir {path}: {e}; not using it (choose a directory of "
+                           "yours with TALENT_DATA_DIR)") from None
+    if st is None:
+        return real, False
+    mode = stat.S_IMODE(st.st_mode)
+    problem = None
+    if st.st_uid != os.geteuid():
+        problem = f"{real} is owned by {_who(st.st_uid)}, not by this user ({_who(os.geteuid())})"
+    elif mode & 0o022 or mode & stat.S_ISVTX:
+        problem = f"{real} is writable by other users (mode {mode:04o})"
+    else:
+        make_private(real)
+        mode = stat.S_IMODE(os.lstat(real).st_mode)
+        if mode & 0o077:
+            problem = f"{real} has mode {mode:04o} and cannot be made 0700"
+    if problem is None:
+        problem = _foreign_entry(real)
+    if problem:
+        raise DataDirError(f"data dir {path}: {problem}; not using it (another user could "
+                           "read the store or swap its socket; choose a directory of yours "
+                           "with TALENT_DATA_DIR)")
+    return real, True
+
+
+def _foreign_entry(d: Path) -> str | None:
+    """A file in the data dir (or in its appendonlydir) that is not this user's, in words."""
+    dirs = [d]
+    while dirs:
+        sub = dirs.pop()
+        try:
+            entries = list(os.scandir(sub))
+        except OSError as e:
+            return f"{sub} cannot be listed ({e.strerror})"
+        for e in entries:
+            st = e.stat(follow_symlinks=False)
+            if st.st_uid != os.geteuid():
+                return f"{e.path} is owned by {_who(st.st_uid)}, not by this user"
+            if sub == d and e.name == "appendonlydir" and stat.S_ISDIR(st.st_mode):
+                dirs.append(Path(e.path))
+    return None
 
 
 def private_dir_problem(path: Path) -> str | None:
@@ -168,7 +306,8 @@ class EmbeddedServer:
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, data_dir: Path, start_timeout: float = 300.0):
-        self.data_dir = Path(data_dir).expanduser().resolve()
+        # checked before anything follows a link into it or talks to a socket in it
+        self.data_dir, self._checked = check_data_dir(Path(data_dir))
         # keep_alive: leave the server running when this process exits, so the next command
         # skips the start (FalkorDB rebuilds vector indexes on every start: ~5 s for
         # MetaQA). `talent server stop` (or `stop()`) ends it.
@@ -192,7 +331,7 @@ class EmbeddedServer:
     @classmethod
     def for_dir(cls, data_dir: Path) -> EmbeddedServer:
         """The process-wide manager of the server of `data_dir` (one per directory)."""
-        key = Path(data_dir).expanduser().resolve()
+        key, _ = check_data_dir(Path(data_dir))  # on every open: a later command too
         with cls._registry_lock:
             srv = cls._registry.get(key)
             if srv is None:
@@ -200,11 +339,32 @@ class EmbeddedServer:
             return srv
 
     # --- paths -----------------------------------------------------------------------------
+    def _check(self) -> None:
+        """Refuse the data dir unless it is safe to use (`check_data_dir`). Once it exists
+        and passed, only this user (and root) can change that: later calls cost nothing."""
+        if self._checked:
+            return
+        real, self._checked = check_data_dir(self.data_dir)
+        if real != self.data_dir:
+            self._checked = False
+            raise DataDirError(f"data dir {self.data_dir} now leads to {real}; not using it")
+
+    def _make_data_dir(self) -> None:
+        """Create the data dir and its missing parents 0700, then check it (`_check`)."""
+        if not self._checked:
+            missing, p = [], self.data_dir
+            while not os.path.lexists(p):
+                missing.append(p)
+                p = p.parent
+            for p in reversed(missing):
+                with contextlib.suppress(FileExistsError):  # `_check` judges who made it
+                    os.mkdir(p, 0o700)
+        self._check()
+
     def _prepare_data_dir(self) -> None:
-        """Create the data dir 0700, or tighten an existing one (and the server's files in
-        it) when it is ours; warn when it is not private and cannot be made so."""
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        make_private(self.data_dir)
+        """Create the data dir 0700 or check an existing one (`_make_data_dir`), and
+        tighten the server's files in it."""
+        self._make_data_dir()
         for name in (LOG_NAME, PID_NAME, LOCK_NAME, WRITE_LOCK_NAME, SCHEMA_LOCK_NAME,
                      SOCKET_RECORD_NAME, STATE_NAME, "appendonlydir", "dump.rdb"):  # fmt: skip
             make_private(self.data_dir / name)
@@ -212,15 +372,12 @@ class EmbeddedServer:
         if aof.is_dir() and not aof.is_symlink():
             for f in aof.iterdir():
                 make_private(f)
-        problem = private_dir_problem(self.data_dir)
-        if problem:
-            log.warning("data dir %s %s: other local users may read the store", self.data_dir,
-                        problem)  # fmt: skip
 
     def _recorded_socket(self) -> Path | None:
         """The socket path the running server was started with, read from the data dir:
         the data dir's own socket, or one reached through a link in a private directory of
         ours (see `_choose_socket_path`); None when there is none or it fails the checks."""
+        self._check()  # before the record is read or its socket used
         try:
             text = self.socket_record.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):
@@ -301,6 +458,7 @@ class EmbeddedServer:
     @property
     def pid(self) -> int | None:
         """Pid of the running server (any process's), from its pidfile."""
+        self._check()
         if self._proc is not None and self._proc.poll() is None:
             return self._proc.pid
         try:
@@ -404,7 +562,7 @@ class EmbeddedServer:
             self._start_watchdog(["--idle", f"{self.idle_timeout:g}", str(self._proc.pid),
                                   str(socket_path), str(COMPACT_AT_STOP_BYTES)])
         elif mode == "owner":
-            self._start_watchdog([str(os.getpid()), str(self._proc.pid)])
+            self._start_watchdog([str(os.getpid()), str(self._proc.pid), str(socket_path)])
             if not self._atexit_registered:
                 atexit.register(self.stop)
                 self._atexit_registered = True
@@ -457,7 +615,7 @@ class EmbeddedServer:
         """Exclusive across processes creating the schema of this data dir: two loaders
         starting at once on a fresh dir must not both create indexes and both rewrite the
         AOF (the second BGREWRITEAOF failed: "already in progress")."""
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._make_data_dir()
         fd = os.open(self.data_dir / SCHEMA_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -472,7 +630,7 @@ class EmbeddedServer:
         FalkorDB runs the matching part of concurrent write queries in parallel: two writers
         MERGE-ing the same relationship can both create it (seen in tests). All writes of
         the stores go through this flock, so MERGE stays exact with several writers."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._make_data_dir()
         fd = os.open(self.data_dir / WRITE_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh open file description: threads exclude too
@@ -614,26 +772,11 @@ class EmbeddedServer:
 
     def _cleanup_runtime_dir(self) -> None:
         """After a stop: remove the mkdtemp socket directory (and the record) of a server
-        that is gone, unless a server for this dir runs or is starting (the start lock)."""
+        that is gone, unless a server for this dir runs or is starting (the start lock).
+        The watchdog does the same when it sees the server end (`remove_link_dir`)."""
         sock = self._recorded_socket()
-        if sock is None or sock.parent == self.data_dir:
-            return
-        link = sock.parent
-        if not link.parent.name.startswith("talent-"):
-            return  # $XDG_RUNTIME_DIR/talent: kept (its link is reused)
-        fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return
-            with contextlib.suppress(FileNotFoundError):
-                self.socket_record.unlink()
-            with contextlib.suppress(OSError):
-                link.unlink()
-                link.parent.rmdir()
-        finally:
-            os.close(fd)
+        if sock is not None and sock.parent != self.data_dir:
+            remove_link_dir(str(sock))
 
     def _reap_watchdog(self) -> None:
         """The watchdog exits once the server is gone; collect it (no zombie, no warning)."""
@@ -691,6 +834,7 @@ class EmbeddedServer:
     def shutdown(self, timeout: float = 60.0) -> bool:
         """Stop the server of this data dir whoever started it (``talent server stop``).
         Returns whether one was running."""
+        self._check()
         if self._proc is not None and os.getpid() == self._owner_pid:
             self.stop(timeout)
             return True

@@ -8,6 +8,7 @@ import io
 import json
 
 from app.kg import (
+    ComponentIds,
     Extra,
     answer_evidence,
     component_text,
@@ -17,6 +18,7 @@ from app.kg import (
     export_json,
     find_entities,
     missing_topics,
+    neighbourhood_elements,
     one_hop,
     path_text,
     readable_label,
@@ -27,9 +29,11 @@ from talent_core.models import (
     CandidateEdge,
     CandidateNode,
     Edge,
+    Entity,
     OutOfCandidate,
     RankedName,
     Selection,
+    Subgraph,
 )
 
 
@@ -67,17 +71,191 @@ def test_roles_colour_every_kind_of_node_and_keep_html_out_of_the_component():
     ans = _answer()
     extra = Extra()
     extra.edges.add(("e9", "directed_by", "f1"))  # the grounded out-of-S node, joined to S
-    els = elements(ans, extra, answer_evidence(ans))
-    role = {n["data"]["id"]: n["data"]["label"] for n in els["nodes"]}
+    ids = ComponentIds()
+    els = elements(ans, extra, answer_evidence(ans), ids)
+    kg = {n["data"]["id"]: ids.kg_id(n["data"]["id"]) or "missing:" + n["data"]["name"]
+          for n in els["nodes"]}
+    role = {kg[n["data"]["id"]]: n["data"]["label"] for n in els["nodes"]}
     assert role == {"tom": "seed", "f1": "selected", "f2": "candidate", "d": "answer",
-                    "m.0x": "candidate", "e9": "grounded", "missing:Nowhere": "missing"}
-    names = {n["data"]["id"]: n["data"]["name"] for n in els["nodes"]}
+                    "m.0x": "candidate", "e9": "grounded",
+                    "missing:Nowhere (not in KG)": "missing"}
+    names = {kg[n["data"]["id"]]: n["data"]["name"] for n in els["nodes"]}
     assert names["d"] == "Dee ‹b›" and "<" not in json.dumps(els)
     assert names["m.0x"] == "⟨film.performance⟩ m.0x"  # a CVT node's readable label
-    groups = {(e["data"]["source"], e["data"]["target"]): e["data"]["label"]
+    groups = {(kg[e["data"]["source"]], kg[e["data"]["target"]]): e["data"]["label"]
               for e in els["edges"]}
     assert groups[("f1", "d")] == "EVIDENCE" and groups[("e9", "f1")] == "JOIN"
     assert groups[("m.0x", "tom")] == "S"
+
+
+# --- the graph component gets opaque ids and look-alike text only (issue 26, item 1) ------
+XSS = """<img src=x onerror="window.top.document.title='XSSID';alert(1)">"""
+ENT = "&lt;img src=x onerror=alert(2)&gt;"  # would show as `<img ...>` through innerHTML
+
+
+def _hostile() -> tuple[Answer, Extra]:
+    """An answer with the payload everywhere a KG string reaches the graph: ids, names, a
+    relation, edge ends, a CVT-like id, the answer and its evidence path, a grounded and a
+    missing out-of-candidate name, and a node added by a click."""
+    nodes = [CandidateNode(id="Tom Hanks", name="Tom Hanks", seed=True),
+             CandidateNode(id=XSS, name=XSS), CandidateNode(id="q1", name=ENT),
+             CandidateNode(id=ENT, name="plain"), CandidateNode(id="n0", name="e0")]
+    edges = [CandidateEdge(src="Tom Hanks", rel="starred_in", dst=XSS),
+             CandidateEdge(src=XSS, rel=XSS, dst="q1"),
+             CandidateEdge(src=ENT, rel=ENT, dst="Tom Hanks"),
+             CandidateEdge(src="n0", rel="e0", dst="Tom Hanks")]
+    cand = Candidate(question="q", nodes=nodes, edges=edges)
+    sel = Selection(selected=[nodes[1]], out_of_candidate=[
+        OutOfCandidate(name=XSS + "1", grounded=True, id=XSS + "id", kg_name=XSS + "kg"),
+        OutOfCandidate(name=XSS + "2", grounded=False)])
+    ans = Answer(question="q", answer=[ENT], candidate=cand, selection=sel,
+                 ranked=[RankedName(name=ENT, score=-1.0, id="q1")], decode="ranked")
+    extra = Extra()
+    extra.add(Subgraph(nodes=[Entity(id=XSS + "x", name=XSS + "x")],
+                       edges=[Edge(src=XSS + "x", rel=XSS + "r", dst=XSS)]))
+    extra.edges.add((XSS + "id", "rel", XSS))  # the grounded name joined to S
+    return ans, extra
+
+
+def _check_component_data(els: dict, ids: ComponentIds, kg_ids: set[str]) -> None:
+    """Every id opaque and mapped back, every text free of markup characters."""
+    import re
+
+    dump = json.dumps(els, ensure_ascii=False)
+    assert not set("<>") & set(dump) and "&" not in dump.replace("&\u200b", ""), dump
+    assert "onerror" in dump  # the text is there, as look-alikes
+    nodes, edges = els["nodes"], els["edges"]
+    for n in nodes:
+        assert re.fullmatch(r"n\d+", n["data"]["id"])
+        assert set(n["data"]) == {"id", "label", "name", "role", "kg_id"}
+    for e in edges:
+        assert re.fullmatch(r"e\d+", e["data"]["id"])
+        assert {e["data"]["source"], e["data"]["target"]} <= {n["data"]["id"] for n in nodes}
+        assert set(e["data"]) == {"id", "source", "target", "label", "rel"}
+    back = {ids.kg_id(n["data"]["id"]) for n in nodes} - {None}
+    assert back == kg_ids
+    for n in nodes:  # the panel's kg_id is the look-alike of the id the map returns
+        kg = ids.kg_id(n["data"]["id"])
+        assert n["data"]["kg_id"] == (component_text(kg) if kg else "(not in the KG)")
+
+
+def test_elements_give_the_component_opaque_ids_and_escaped_text_only():
+    ans, extra = _hostile()
+    ids = ComponentIds()
+    els = elements(ans, extra, answer_evidence(ans), ids)
+    _check_component_data(els, ids, {"Tom Hanks", XSS, "q1", ENT, "n0", XSS + "id",
+                                     XSS + "x"})
+    by_kg = {ids.kg_id(n["data"]["id"]): n["data"] for n in els["nodes"]}
+    assert by_kg[XSS]["name"] == component_text(XSS) == (
+        "‹img src=x onerror=\"window.top.document.title='XSSID';alert(1)\"›")
+    assert by_kg["q1"]["name"] == "&\u200blt;img src=x onerror=alert(2)&\u200bgt;"
+    assert by_kg["q1"]["label"] == "answer"  # the answer, with its evidence path
+    groups = {(ids.kg_id(e["data"]["source"]), e["data"]["rel"], ids.kg_id(e["data"]["target"])):
+              e["data"]["label"] for e in els["edges"]}
+    assert groups[("Tom Hanks", "starred_in", XSS)] == "EVIDENCE"
+    assert groups[(XSS, component_text(XSS), "q1")] == "EVIDENCE"
+    assert groups[(XSS + "id", "rel", XSS)] == "JOIN"
+    assert groups[(XSS + "x", component_text(XSS + "r"), XSS)] == "EXPANDED"
+    missing = [n["data"] for n in els["nodes"] if n["data"]["role"] == "missing"]
+    assert [ids.kg_id(m["id"]) for m in missing] == [None]  # not expandable
+    assert missing[0]["name"] == component_text(XSS + "2") + " (not in KG)"
+    grounded = by_kg[XSS + "id"]
+    assert grounded["role"] == "grounded" and grounded["name"] == component_text(XSS + "kg")
+
+
+def test_neighbourhood_elements_give_opaque_ids_and_escaped_text_only():
+    centre = Entity(id=XSS, name=XSS)
+    sub = Subgraph(nodes=[centre, Entity(id="Tom Hanks", name="Tom Hanks"),
+                          Entity(id="q1", name=ENT), Entity(id="e0", name="n1")],
+                   edges=[Edge(src="Tom Hanks", rel="starred_in", dst=XSS),
+                          Edge(src=XSS, rel=XSS, dst="q1"),
+                          Edge(src="e0", rel="n0", dst=XSS)])
+    extra = Extra()
+    extra.add(Subgraph(nodes=[Entity(id=ENT, name=ENT)],
+                       edges=[Edge(src="q1", rel=ENT, dst=ENT)]))
+    ids = ComponentIds()
+    els = neighbourhood_elements(centre, sub, None, extra, ids)
+    _check_component_data(els, ids, {XSS, "Tom Hanks", "q1", "e0", ENT})
+    assert els["nodes"][0]["data"]["role"] == "seed"
+    assert ids.kg_id(els["nodes"][0]["data"]["id"]) == XSS
+    # filtered to one relation: the payload relation's edge only, its ends still mapped
+    els = neighbourhood_elements(centre, sub, {XSS}, extra, ids)
+    _check_component_data(els, ids, {XSS, "q1"})
+    assert [e["data"]["rel"] for e in els["edges"]] == [component_text(XSS)]
+
+
+def test_component_ids_are_stable_across_reruns_and_unknown_ids_map_to_nothing():
+    """The component adds an expansion's elements to those it holds, by id: a node keeps
+    its id when the graph grows (the same map, the next rerun), edges too."""
+    ans, _ = _hostile()
+    ids = ComponentIds()
+    before = elements(ans, Extra(), answer_evidence(ans), ids)
+    _, extra = _hostile()
+    after = elements(ans, extra, answer_evidence(ans), ids)  # a click added nodes and edges
+    old = {n["data"]["id"]: n["data"]["kg_id"] for n in before["nodes"]}
+    new = {n["data"]["id"]: n["data"]["kg_id"] for n in after["nodes"]}
+    assert old.items() <= new.items() and len(new) > len(old)
+    old_e = {e["data"]["id"]: (e["data"]["source"], e["data"]["rel"], e["data"]["target"])
+             for e in before["edges"]}
+    new_e = {e["data"]["id"]: (e["data"]["source"], e["data"]["rel"], e["data"]["target"])
+             for e in after["edges"]}
+    assert old_e.items() <= new_e.items() and len(new_e) > len(old_e)
+    # a fresh map on the same data gives the same ids (deterministic order)
+    assert elements(ans, Extra(), answer_evidence(ans), ComponentIds()) == before
+    for junk in ("n999", "", "e0", None, 3, ["n0"], {"id": "n0"}, XSS, "Tom Hanks"):
+        assert ids.kg_id(junk) is None, junk
+    assert ids.kg_id("n0") == "Tom Hanks"
+
+
+def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monkeypatch):
+    """app.common.graph in a Streamlit run, the component replaced by a stand-in that
+    reports one click per run: a known opaque id comes back as the KG id (once), an id the
+    map lacks, a name not in the KG or a malformed event as None."""
+    import st_link_analysis
+    from streamlit.testing.v1 import AppTest
+
+    # the script's graph: n0 the seed (the payload), n1 its neighbour, n2 a missing name
+    clicks = [["n0"], ["n0"], ["n999"], ["n2"], "n1", [None], [XSS], ["e0"], ["n1"]]
+    stamps = [1, 1, 2, 3, 4, 5, 6, 7, 8]  # the second is the first click reported again
+    seen: list[dict] = []
+
+    def fake(elements, **kw):
+        i = len(seen)
+        seen.append(elements)
+        return {"action": "expand", "data": {"node_ids": clicks[i]}, "timestamp": stamps[i]}
+
+    monkeypatch.setattr(st_link_analysis, "st_link_analysis", fake)
+
+    def script():
+        import streamlit as st
+
+        from app.common import graph, graph_ids
+        from app.kg import elements
+        from talent_core.models import (
+            Answer,
+            Candidate,
+            CandidateEdge,
+            CandidateNode,
+            OutOfCandidate,
+            Selection,
+        )
+
+        xss = """<img src=x onerror="window.top.document.title='XSSID';alert(1)">"""
+        cand = Candidate(question="q", nodes=[CandidateNode(id=xss, name=xss, seed=True),
+                                              CandidateNode(id="b", name="B")],
+                         edges=[CandidateEdge(src=xss, rel="r", dst="b")])
+        sel = Selection(out_of_candidate=[OutOfCandidate(name="gone", grounded=False)])
+        ans = Answer(question="q", answer=[], candidate=cand, selection=sel)
+        got = graph(elements(ans, None, (), graph_ids("g")), key="g")
+        st.session_state.setdefault("got", []).append(got)
+
+    at = AppTest.from_function(script, default_timeout=60)
+    for _ in clicks:
+        at.run()
+        assert not at.exception, at.exception
+    roles = {n["data"]["id"]: n["data"]["role"] for n in seen[0]["nodes"]}
+    assert roles == {"n0": "seed", "n1": "candidate", "n2": "missing"}
+    assert at.session_state["got"] == [XSS, None, None, None, None, None, None, None, "b"]
 
 
 def test_cvt_labels_and_component_text():
@@ -85,6 +263,7 @@ def test_cvt_labels_and_component_text():
     assert readable_label("g.11b6", []) == "⟨CVT⟩ g.11b6"
     assert readable_label("m.0abc", ["a.b.c", "a.b.d", "x.y"]) == "⟨a.b⟩ m.0abc"
     assert component_text("<img src=x onerror=alert(1)>") == "‹img src=x onerror=alert(1)›"
+    assert component_text("&lt;b&gt; & co") == "&\u200blt;b&\u200bgt; &\u200b co"
 
 
 def test_export_json_and_csv_carry_answers_and_their_paths():

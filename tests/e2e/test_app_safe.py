@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.safe import plain, safe_upload_name, upload_path
+from app.safe import plain, report_plots, safe_upload_name, upload_path
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -33,3 +33,17 @@ def test_plain_text_renders_no_markdown_or_html():
     # every special character is escaped, the letters are kept
     assert s.replace("\\", "") == "![pic](http://evil/x.png) [link](http://evil) **bold** " \
         "<img src=x> `c`[31m"
+
+
+def test_report_plots_stay_inside_the_report_folder(tmp_path: Path):
+    """A hand-edited report.json names files outside its folder or not PNGs: only its own
+    PNGs are shown (issue 26: the Evaluate page showed any image path it named)."""
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "ok.png").write_bytes(b"\x89PNG")
+    (folder / "notes.txt").write_text("x")
+    (tmp_path / "secret.png").write_bytes(b"\x89PNG")
+    (folder / "link.png").symlink_to(tmp_path / "secret.png")
+    data = {"plots": ["ok.png", "../secret.png", str(tmp_path / "secret.png"), "notes.txt",
+                      "link.png", "missing.png"]}
+    assert report_plots(folder, data) == [(folder / "ok.png").resolve()]

@@ -4,6 +4,12 @@ downloads), Explore, Load (a bad file says file:line; a good one shows progress 
 and Evaluate; a screenshot of each step goes to $TALENT_BROWSER_ARTIFACTS (default
 build/browser-test/). The server log must hold no warning.
 
+Stored XSS in the graph (issue 26): a store holding script payloads in entity ids, names and
+a relation, opened in Explore and Ask, and tests/e2e/xss_page.py for what a tiny model
+cannot be made to produce (the answer, its evidence path, out-of-candidate names, expanded
+nodes): every node and edge is opened in the component's info panel, no script may run
+(no alert, the top page's title and window untouched) and each text shows as its look-alike.
+
 Needs `chromium`, `chromedriver` (Debian: chromium, chromium-driver) and selenium; skipped
 when any is missing, unless TALENT_REQUIRE_BROWSER=1 (.ci/run installs them and sets it).
 Run alone: `pytest -m browser`.
@@ -19,6 +25,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -56,26 +63,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(toy_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[tuple[str, Path]]:
-    """The Streamlit server on the toy store, the tiny model as base model; yields (url,
+@contextmanager
+def _serve(script: Path, env: dict[str, str], tmp: Path) -> Iterator[tuple[str, Path]]:
+    """`streamlit run script` on a free loopback port until the block ends; yields (url,
     log file)."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from tiny_llm import tiny_llama
-
-    tmp = tmp_path_factory.mktemp("browser")
     port = _free_port()
+    with serve_command([sys.executable, "-m", "streamlit", "run", str(script),
+                        "--server.port", str(port), "--server.address", "127.0.0.1",
+                        "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                       port, env, tmp) as served:
+        yield served
+
+
+@contextmanager
+def serve_command(cmd: list[str], port: int, env: dict[str, str], tmp: Path
+                  ) -> Iterator[tuple[str, Path]]:
+    """Run ``cmd`` (a Streamlit server on ``port``) in ``tmp`` until it answers its health
+    check, and until the block ends; yields (url, log file)."""
     log = tmp / "streamlit.log"
-    env = {**os.environ, **toy_env, "TALENT_BASE_MODEL": str(tiny_llama(tmp / "tiny")),
-           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "PYTHONWARNINGS": "default"}
     with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(REPO / "app" / "main.py"),
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(120):
@@ -90,6 +97,22 @@ def server(toy_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+@pytest.fixture(scope="module")
+def server(toy_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[str, Path]]:
+    """The Streamlit server on the toy store, the tiny model as base model; yields (url,
+    log file)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from tiny_llm import tiny_llama
+
+    tmp = tmp_path_factory.mktemp("browser")
+    env = {**os.environ, **toy_env, "TALENT_BASE_MODEL": str(tiny_llama(tmp / "tiny")),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+           "PYTHONWARNINGS": "default"}
+    with _serve(REPO / "app" / "main.py", env, tmp) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -175,8 +198,10 @@ def _click_until(d, key: str, cond, timeout: float = 180, what: str = "") -> Non
 
 def _choose(d, key: str, option: str) -> None:
     """Click the radio option ``option`` of the radio with key ``key``."""
-    _press(d, d.find_element("xpath", f'//div[contains(@class,"st-key-{key}")]//label'
-                   f'[.//p[normalize-space(.)="{option}"]]'))
+    xpath = (f'//div[contains(@class,"st-key-{key}")]//label'
+             f'[.//p[normalize-space(.)="{option}"]]')
+    _press(d, _wait(d, lambda d: d.find_elements("xpath", xpath), 90,
+                    f"no option {option} of {key}")[0])
     _idle(d)
 
 
@@ -299,3 +324,248 @@ def _walk(url: str, d) -> None:
     _press(d, d.find_element("xpath", '//*[@role="tab"][contains(.,"Saved reports")]'))
     _idle(d)
     _shot(d, "8-evaluate-saved-reports")
+
+
+# --- stored XSS in the graph component (issue 26, item 1) -------------------------------
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from xss_page import ANSWER, ENTITY, EXPANDED, MISSING, OOC, REL, XSS, payload  # noqa: E402
+
+ID, NAME, RELATION = payload("id"), payload("name"), payload("relation")
+ATTR = """x" onmouseover="window.top.__xss_attr=1" y='z"""  # would break out of an attribute
+STORE = [  # head, relation, tail, head_name, tail_name
+    ("Tom Hanks", "starred_in", XSS, "Tom Hanks", XSS),  # the issue's triple
+    ("Tom Hanks", RELATION, "Big", "Tom Hanks", "Big"),
+    ("Tom Hanks", "starred_in", ID, "Tom Hanks", "Cast Away"),  # an id, a harmless name
+    ("Tom Hanks", "starred_in", "q-name", "Tom Hanks", NAME),
+    ("Tom Hanks", "starred_in", "q-entity", "Tom Hanks", ENTITY),
+    ("Tom Hanks", "starred_in", "q-attr", "Tom Hanks", ATTR),
+    (XSS, "directed_by", "Penny Marshall", XSS, "Penny Marshall"),  # reached by a click
+]
+
+# in the component's frame: select each node and edge in turn (as a click does) and read
+# back what its info panel shows
+AUDIT = """
+const done = arguments[arguments.length - 1];
+const cy = document.getElementById('cy')?._cyreg?.cy;
+if (!cy) { done(null); return; }
+const els = cy.elements().toArray(), out = [];
+let i = 0;
+function next() {
+  if (i >= els.length) { cy.elements().unselect(); done(out); return; }
+  const el = els[i++];
+  cy.elements().unselect();
+  el.select();
+  setTimeout(() => {
+    const props = document.getElementById('infopanelProps');
+    out.push({data: el.data(),
+              shown: [...props.querySelectorAll('.infopanel__prop')].map(
+                p => [...p.children].map(c => c.textContent)),
+              markup: [...props.querySelectorAll('*')].map(e => e.tagName.toLowerCase())
+                        .filter(t => t !== 'div' && t !== 'p')});
+    next();
+  }, 220);
+}
+next();
+"""
+
+
+@pytest.fixture(scope="module")
+def xss_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A store of its own holding STORE (real MiniLM embeddings, for Explore's search)."""
+    from loaders.api import load_path
+    from talent_core.config import Settings
+    from talent_core.store.falkordb import FalkorDBStore
+    from talent_core.store.falkordb_server import EmbeddedServer
+
+    data = tmp_path_factory.mktemp("xss")
+    tsv = data.parent / f"{data.name}-kg.tsv"
+    tsv.write_text("head\trelation\ttail\thead_name\ttail_name\n"
+                   + "".join("\t".join(row) + "\n" for row in STORE), encoding="utf-8")
+    env = {"TALENT_DATA_DIR": str(data), "TALENT_STORE": "embedded",
+           "TALENT_MODEL_CACHE_DIR": str(data / "cache")}
+    settings = Settings(data_dir=data, _env_file=None)
+    store = FalkorDBStore.from_settings(settings)
+    try:
+        report = load_path(tsv, "triples", store=store, settings=settings, progress=False)
+    finally:
+        store.close()
+    assert report.rejected == 0, report
+    yield env
+    EmbeddedServer.for_dir(data).stop()
+
+
+def _no_script(d, where: str) -> None:
+    """No alert open, the top page's title and window untouched by a payload."""
+    from selenium.common.exceptions import NoAlertPresentException
+
+    d.switch_to.default_content()
+    try:
+        alert = d.switch_to.alert
+        text = alert.text
+        alert.accept()
+    except NoAlertPresentException:
+        pass
+    else:
+        pytest.fail(f"{where}: a script ran: alert({text!r})")
+    title, flags = d.execute_script(
+        "return [document.title, Object.keys(window).filter(k => k.startsWith('__xss'))];")
+    assert "XSSID" not in title and not flags, (where, title, flags)
+
+
+def _audit(d, where: str, texts: list[str]) -> list[dict]:
+    """Open every node and edge of the graph in its info panel: no markup but the panel's
+    own, each field shown as exactly its (look-alike) text, ids opaque, and each of
+    ``texts`` shown as its look-alike; no script ran. Returns the elements' panels."""
+    from selenium.common.exceptions import UnexpectedAlertPresentException
+
+    from app.kg import component_text
+
+    d.set_script_timeout(120)
+    frame = _el(d, 'iframe[title*="st_link_analysis"]')
+    d.switch_to.frame(frame)
+    try:
+        got = d.execute_async_script(AUDIT)
+    except UnexpectedAlertPresentException as e:
+        pytest.fail(f"{where}: a script ran in the graph: {e.alert_text!r}")
+    finally:
+        d.switch_to.default_content()
+    _no_script(d, where)
+    assert got, f"{where}: no graph"
+    shown: set[str] = set()
+    for el in got:
+        assert not el["markup"], (where, el)
+        fields = {k: str(v) for k, v in el["data"].items() if k != "label"}
+        panel = [tuple(kv) for kv in el["shown"]]
+        assert len(panel) == len(fields) and dict(panel) == fields, (where, el)  # literal
+        assert el["data"]["id"][0] in "ne" and el["data"]["id"][1:].isdigit(), el
+        shown |= set(fields.values())
+    for t in texts:
+        assert any(component_text(t) in v for v in shown), (where, t, sorted(shown))
+    return got
+
+
+def _on_node(d, kg_id: str, action: str = "click") -> None:
+    """A real mouse click (or double-click) on the node whose panel id is ``kg_id``'s
+    look-alike: the node centred in the component, the mouse at the centre."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    from app.kg import component_text
+
+    frame = _el(d, 'iframe[title*="st_link_analysis"]')
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", frame)
+    d.switch_to.frame(frame)
+    try:
+        found = d.execute_script(
+            "const cy = document.getElementById('cy')._cyreg.cy; cy.elements().unselect();"
+            "const n = cy.nodes().filter(n => n.data('kg_id') === arguments[0]);"
+            "if (!n.length) return 0; cy.zoom(1.5); cy.center(n); return n.length;",
+            component_text(kg_id))
+        assert found == 1, kg_id
+        time.sleep(0.4)
+        act = ActionChains(d).move_to_element(d.find_element("id", "cy"))
+        (act.double_click() if action == "double" else act.click()).perform()
+        time.sleep(0.6)
+    finally:
+        d.switch_to.default_content()
+
+
+def _node_count(d) -> int:
+    return _in_graph(d, "return cy.nodes().length;") or 0
+
+
+def test_browser_graph_shows_kg_text_literally_and_runs_no_script(xss_env, driver,
+                                                                  tmp_path_factory):
+    d = driver
+    tmp = tmp_path_factory.mktemp("browser-xss")
+    env = {**os.environ, **xss_env, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+           "PYTHONPATH": str(REPO)}
+    from selenium.common.exceptions import UnexpectedAlertPresentException
+
+    try:
+        with _serve(REPO / "app" / "main.py", env, tmp) as (url, log):
+            _xss_app(d, url)
+        assert "Traceback" not in log.read_text(), log.read_text()
+        (tmp / "page").mkdir()
+        with _serve(REPO / "tests" / "e2e" / "xss_page.py", env, tmp / "page") as (url, log):
+            _xss_page(d, url)
+        assert "Traceback" not in log.read_text(), log.read_text()
+    except Exception as e:
+        _shot(d, "xss-failure")
+        (ARTIFACTS / "xss-failure.html").write_text(d.page_source)
+        if isinstance(e, UnexpectedAlertPresentException):
+            pytest.fail(f"a script from the KG ran: alert({e.alert_text!r})")
+        raise
+
+
+def _xss_app(d, url: str) -> None:
+    from app.kg import component_text
+
+    store_texts = [XSS, RELATION, ID, NAME, ENTITY, ATTR]
+    # Explore: the issue's steps, then every node and edge
+    _open(d, url + "/explore")
+    _type(d, "explore_query", "Tom Hanks")
+    _wait(d, lambda d: _node_count(d) >= 7, 120, "Tom Hanks's neighbourhood not drawn")
+    time.sleep(1.5)  # the layout's animation
+    _on_node(d, XSS)  # a real click: the panel opens
+    _no_script(d, "Explore: a click on the payload node")
+    _shot(d, "xss-1-explore-click", graph=True)
+    _audit(d, "Explore Tom Hanks", store_texts)
+    # a real double-click on the payload node: expanded through the id map
+    n0 = _node_count(d)
+    _on_node(d, XSS, "double")
+    _idle(d)
+    _wait(d, lambda d: _node_count(d) > n0, 60, "the double-click added no node")
+    assert "1 node(s) expanded" in _text(d)
+    time.sleep(1.5)
+    got = _audit(d, "Explore after the expansion", [*store_texts, "Penny Marshall"])
+    assert any(el["data"].get("role") == "expanded" for el in got)
+    _shot(d, "xss-2-explore-expanded", graph=True)
+    # the payload found by Explore's search: the centre of the graph
+    _type(d, "explore_query", XSS)
+    _wait(d, lambda d: (_in_graph(d, "return cy.nodes('[role = \"seed\"]').data('kg_id');")
+                        == component_text(XSS)), 120, "the payload is not the centre")
+    time.sleep(1.5)
+    _audit(d, "Explore, the payload searched", [XSS, "Penny Marshall"])
+    _shot(d, "xss-3-explore-payload-centre", graph=True)
+
+    # Ask (retrieval): the payloads in the candidate subgraph S; expand one through the map
+    _open(d, url + "/")
+    _type(d, "question", "what movies did [Tom Hanks] star in")
+    _click(d, "ask")
+    _wait(d, lambda d: _node_count(d) > 1, 120, "Ask drew no graph")
+    time.sleep(1.5)
+    got = _audit(d, "Ask", [XSS])
+    _on_node(d, XSS)
+    d.switch_to.frame(_el(d, 'iframe[title*="st_link_analysis"]'))
+    _el(d, "#nodeActionsExpand").click()
+    d.switch_to.default_content()
+    _idle(d)  # S holds this whole store: the expansion adds nothing to see here
+    assert not d.find_elements("css selector", '[data-testid="stException"]')
+    _no_script(d, "Ask after the expansion")
+    _on_node(d, XSS)
+    _shot(d, "xss-4-ask", graph=True)
+
+
+def _xss_page(d, url: str) -> None:
+    """The answer, its evidence path, out-of-candidate names and clicks (xss_page.py)."""
+    _open(d, url)
+    _wait(d, lambda d: _node_count(d) >= 6, 60, "the test page drew no graph")
+    time.sleep(1.5)
+    got = _audit(d, "Ask's answer graph", [XSS, ANSWER, REL, ENTITY, OOC, MISSING])
+    roles = {el["data"].get("role") for el in got} | {el["data"].get("label") for el in got}
+    assert {"seed", "answer", "selected", "grounded", "missing", "EVIDENCE", "JOIN"} <= roles
+    n0 = _node_count(d)
+    _on_node(d, ANSWER, "double")  # comes back as the answer's KG id, literally
+    _idle(d)
+    _wait(d, lambda d: _node_count(d) == n0 + 1, 60, "the double-click added no node")
+    assert d.find_element("css selector", '[data-testid="stCode"]').text == ANSWER
+    time.sleep(1.5)
+    _audit(d, "Ask's answer graph after a click", [ANSWER, EXPANDED])
+    missing = [el["data"]["kg_id"] for el in got if el["data"].get("role") == "missing"]
+    _on_node(d, missing[0], "double")  # a name not in the KG: nothing to expand
+    time.sleep(2)
+    _idle(d)
+    assert d.find_element("css selector", '[data-testid="stCode"]').text == ANSWER
+    _no_script(d, "after a double-click on a missing name")
+    _on_node(d, ANSWER)
+    _shot(d, "xss-5-answer-graph", graph=True)

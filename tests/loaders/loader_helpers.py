@@ -3,10 +3,11 @@ location, and a subprocess runner for the standalone loader CLI (`python -m load
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,20 @@ def run_cli(args: list[str], data_dir: Path, timeout: float = 120, **extra: str)
         timeout=timeout,
         check=False,  # callers assert on the exit code
     )
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` (e.g. "2m") mounted at `where`: a disk that really fills up. Needs
+    root (CI runs as root); the test is skipped, with the reason, where mount is refused."""
+    import pytest
+
+    where.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
+                        str(where)], capture_output=True, text=True, check=False)  # fmt: skip
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs to fill up ({(r.stderr or r.stdout).strip()})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)

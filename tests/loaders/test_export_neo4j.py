@@ -4,20 +4,26 @@ header rules, and the CSVs read back with the csv module to the same graph and v
 
 The real `neo4j-admin database import full` needs a Neo4j installation and is not run here;
 `validate_header` encodes the documented rules (Neo4j 5 Operations Manual, "Import" /
-"CSV header format")."""
+"CSV header format").
+
+Issue 26: the export's folders are 0700 and its files 0600 whatever the umask, a target that
+is (or holds) the store's own data dir is refused, and a full disk is `path: no space left
+on device`, with nothing left behind."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shlex
+import stat
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hash_embedder import HashEmbedder
-from loader_helpers import FIXTURES
+from loader_helpers import FIXTURES, small_tmpfs
 
 from loaders.api import load_path
 from talent_core.config import Settings
@@ -233,3 +239,52 @@ def test_export_target_rules(embedded_store, tmp_path):
     empty.mkdir()
     export_neo4j_import(store, empty, progress=False)
     assert (empty / "entities.header.csv").exists()
+
+
+def _small_graph(store) -> None:
+    store.upsert_entities([("a", "A", [1.0] + [0.0] * (DIM - 1)), ("b", "B", None)])
+    store.upsert_relations([("r", None)])
+    store.upsert_triples([Edge(src="a", rel="r", dst="b")])
+
+
+def test_export_folders_and_files_are_owner_only(embedded_store, tmp_path):
+    store = embedded_store(DIM)
+    _small_graph(store)
+    out = tmp_path / "new" / "deeper" / "out"
+    old = os.umask(0o022)  # the usual umask: before, the export was 0755 / 0644
+    try:
+        export_neo4j_import(store, out, progress=False)
+    finally:
+        os.umask(old)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()}
+    assert modes.pop("import.sh") == 0o700
+    assert set(modes.values()) == {0o600}, modes
+    for d in (out, out.parent, out.parent.parent):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700, d
+
+
+@pytest.mark.parametrize("where", ["the data dir", "a folder holding it"])
+def test_export_over_the_stores_own_data_dir_is_refused(tmp_path, where):
+    """--force replaces the target: the data dir (or a folder holding it) would be deleted."""
+    from talent_core.store.falkordb import FalkorDBStore
+
+    store = FalkorDBStore(tmp_path / "home" / "data", "g")
+    try:
+        store.ensure_schema(DIM)
+        _small_graph(store)
+        target = store.data_dir if where == "the data dir" else tmp_path / "home"
+        with pytest.raises(ExportError, match="is or holds the store's data dir"):
+            export_neo4j_import(store, target, force=True, progress=False)
+        assert store.stats().triples == 1 and (store.data_dir / "appendonlydir").is_dir()
+    finally:
+        store.stop_server()
+
+
+def test_export_on_a_full_disk_names_it_and_leaves_nothing(embedded_store, tmp_path):
+    store = embedded_store(DIM)
+    load_fixture(store, tmp_path)
+    with small_tmpfs(tmp_path / "disk", "16k") as disk:
+        with pytest.raises(ExportError) as e:
+            export_neo4j_import(store, disk / "out", progress=False)
+        assert str(e.value).startswith(f"{disk / 'out'}: no space left on device")
+        assert list(disk.iterdir()) == []  # no partial export, no temporary folder

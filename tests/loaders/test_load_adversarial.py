@@ -4,19 +4,28 @@ nothing is lost silently, nothing is half-written, no traceback reaches the user
 Cases: a stray CSV quote (bounded, the rest of the file still loads), rows with too many
 fields, control characters and lone surrogates in names, a BOM inside a concatenated file,
 deeply nested JSON, data after a JSON array, a .jsonl whose first line is an array, and a
-`--rejects` path naming a directory (refused before the store is touched)."""
+`--rejects` path naming a directory (refused before the store is touched).
+
+Issue 26: a `--rejects` (or side output) that is the input is refused before anything is
+written (exit 2), rejects files and their new folders are owner-only, and a full disk (the
+rejects file's, or the store's: its server exits on a short AOF write) stops the load with
+`file: ... no space left on device`, exit 2, no traceback and no restart-and-retry loop."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 from hash_embedder import HashEmbedder
-from loader_helpers import FakeStore, run_cli
+from loader_helpers import FakeStore, run_cli, small_tmpfs
 
 from loaders.api import load_path
 from loaders.base import BadRow, LoadError, Row
+from loaders.errors import OutputError
 from loaders.triples import TriplesReader, parse_columns
 
 
@@ -312,3 +321,217 @@ def test_cli_rejects_directory_and_prints_control_characters_escaped(tmp_path: P
     sur.write_text(json.dumps(_rog(1, graph=[["\ud800", "r", "b"]])) + "\n")
     r = run_cli(["load", str(sur), "--format", "rog", "--no-progress"], tmp_path / "data")
     assert r.returncode == 1 and "Traceback" not in r.stderr and "U+D800" in r.stderr
+
+
+# --- issue 26: outputs that are the input, owner-only outputs, a full disk -----------------
+
+
+def _kb_with_bad_rows(path: Path, rows: int = 2000, every: int = 10) -> bytes:
+    """A MetaQA file whose every `every`-th row is bad (the rejects file gets rows)."""
+    lines = [f"bad row {i}" if i % every == every - 1 else f"e{i}|r{i % 5}|e{i + 1}"
+             for i in range(rows)]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path.read_bytes()
+
+
+def _rejects_naming_the_input(tmp_path: Path, kb: Path, how: str) -> Path:
+    if how == "same path":
+        return kb
+    if how == "hard link":
+        os.link(kb, tmp_path / "link.jsonl")
+        return tmp_path / "link.jsonl"
+    if how == "symlink":
+        (tmp_path / "sym.jsonl").symlink_to(kb)
+        return tmp_path / "sym.jsonl"
+    if how == "dir/..":
+        return tmp_path / "nowhere" / ".." / kb.name
+    assert how == "its .tmp"  # the rejects are written to <rejects>.tmp first
+    return kb.with_name(kb.name.removesuffix(".tmp"))
+
+
+@pytest.mark.parametrize("how", ["same path", "hard link", "symlink", "dir/..", "its .tmp"])
+def test_rejects_file_that_is_the_input_is_refused(tmp_path: Path, how: str):
+    kb = tmp_path / ("kb.txt.tmp" if how == "its .tmp" else "kb.txt")
+    before = _kb_with_bad_rows(kb)
+    rejects = _rejects_naming_the_input(tmp_path, kb, how)
+    store = FakeStore()
+    with pytest.raises(OutputError, match=r"rejects file: .* is the input file .*kb\.txt"):
+        load(kb, "metaqa", store, tmp_path, on_error="skip", rejects=rejects)
+    assert kb.read_bytes() == before  # before: replaced by the rejects (or truncated)
+    assert store.calls == [] and store.dimension is None  # refused before any write
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_side_output_that_is_the_input_is_refused(tmp_path: Path):
+    p = tmp_path / "q.jsonl"
+    p.write_text(json.dumps(_rog(1)) + "\n")
+    before = p.read_bytes()
+    with pytest.raises(OutputError, match="side output file: .* is the input file"):
+        load(p, "rog", FakeStore(), tmp_path, side_output_path=p)
+    assert p.read_bytes() == before
+
+
+def test_cli_rejects_naming_the_input_exits_2_and_keeps_it(tmp_path: Path):
+    kb = tmp_path / "kb.txt"
+    before = _kb_with_bad_rows(kb, rows=20_001)  # the issue's 20,001-line file
+    r = run_cli(["load", str(kb), "--format", "metaqa", "--on-error", "skip", "--rejects",
+                 str(kb), "--no-progress"], tmp_path / "data")  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert f"error: {kb}: rejects file: {kb} is the input file" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert kb.read_bytes() == before
+    assert not (tmp_path / "data" / "falkordb.sock").exists()  # the store was never started
+
+
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
+def test_rejects_file_and_its_new_folders_are_owner_only(tmp_path: Path):
+    kb = tmp_path / "kb.txt"
+    _kb_with_bad_rows(kb, rows=50)
+    rejects = tmp_path / "out" / "deeper" / "rej.jsonl"
+    old = os.umask(0o022)  # the usual umask: files 0644, folders 0755
+    try:
+        rep = load(kb, "metaqa", FakeStore(), tmp_path, on_error="skip", rejects=rejects)
+    finally:
+        os.umask(old)
+    assert rep.rejected == 5
+    assert _mode(rejects) == 0o600  # before: 0644 (world-readable KG text)
+    assert _mode(rejects.parent) == 0o700 and _mode(tmp_path / "out") == 0o700
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every output file the loader opens writes to /dev/full (ENOSPC on write)."""
+    import loaders.base
+
+    def opener(path: str, flags: int) -> int:
+        return os.open("/dev/full", os.O_WRONLY)
+
+    monkeypatch.setattr(loaders.base, "owner_only", opener)
+
+
+@pytest.mark.parametrize("rows", [50, 20_000])  # fails at the final flush / while loading
+def test_rejects_file_on_a_full_disk_stops_with_a_clear_error(tmp_path, monkeypatch, rows):
+    kb = tmp_path / "kb.txt"
+    _kb_with_bad_rows(kb, rows=rows)
+    rejects = tmp_path / "rej.jsonl"
+    _full_disk(monkeypatch)
+    with pytest.raises(OutputError) as e:
+        load(kb, "metaqa", FakeStore(), tmp_path, on_error="skip", rejects=rejects)
+    assert str(e.value) == (
+        f"{rejects}: rejects file: cannot write {rejects}.tmp: no space left on device"
+    )
+    assert not rejects.exists() and not Path(f"{rejects}.tmp").exists()
+
+
+def test_store_out_of_space_stops_the_load_naming_the_file(tmp_path: Path):
+    class FullStore(FakeStore):
+        def upsert_triples(self, edges):
+            if any(c[0] == "triples" for c in self.calls):  # the second batch
+                raise OSError(errno.ENOSPC, "no space left on device: the server stopped",
+                              "/data/appendonlydir")  # fmt: skip
+            super().upsert_triples(edges)
+
+    kb = tmp_path / "kb.txt"
+    _kb_with_bad_rows(kb, rows=300, every=10**9)
+    store = FullStore()
+    with pytest.raises(OutputError) as e:
+        load(kb, "metaqa", store, tmp_path, batch_size=100)
+    assert str(e.value) == "/data/appendonlydir: no space left on device: the server stopped"
+    assert len(store.triples) == 100  # the batch committed before it stays
+
+
+def _server_log(data_dir: Path, *runs: list[str]) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    text = ""
+    for lines in runs:
+        text += "1:C 02 Dec 2026 16:16:44.239 * oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo\n"
+        text += "".join(f"1:M 02 Dec 2026 16:16:45.402 # {x}\n" for x in lines)
+    (data_dir / "falkordb.log").write_text(text)
+
+
+SHORT_WRITE = "Short write while writing to the AOF file: (nwritten=2068422, expected=2724432)"
+
+
+def test_embedded_store_does_not_restart_a_server_that_died_of_a_full_disk(tmp_path: Path):
+    """The server exits on a short AOF write (appendfsync always); the store used to
+    restart it and retry, and the retry died with a ConnectionError traceback."""
+    import redis
+
+    from talent_core.store.falkordb import FalkorDBStore
+
+    data = tmp_path / "data"
+    _server_log(data, ["Ready to accept connections unix"],
+                [SHORT_WRITE, "Can't recover from AOF write error when the AOF fsync policy "
+                 "is 'always'. Exiting..."])  # fmt: skip
+    store = FalkorDBStore(data)
+    connects = []
+
+    class Gone:
+        def query(self, *a, **k):
+            raise redis.ConnectionError("Connection closed by server.")
+
+    def connect():
+        connects.append(1)
+        return Gone()
+
+    store._connect = connect  # type: ignore[method-assign]
+    with pytest.raises(OSError) as e:
+        store._call(lambda g: g.query("RETURN 1"))
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(
+        store.data_dir / "appendonlydir"
+    )
+    assert "no space left on device" in str(e.value) and SHORT_WRITE in str(e.value)
+    assert connects == [1]  # no restart, no retry
+
+
+def test_disk_full_is_read_from_the_servers_last_run_only(tmp_path: Path):
+    from talent_core.store.falkordb import disk_full_error
+    from talent_core.store.falkordb_server import EmbeddedServer
+
+    data = tmp_path / "data"
+    _server_log(data, [SHORT_WRITE], ["Ready to accept connections unix"])
+    assert disk_full_error(EmbeddedServer(data)) is None  # an old run's, space since freed
+    _server_log(data, ["Ready to accept connections unix"],
+                ["Error writing to the AOF file: No space left on device"])  # fmt: skip
+    assert disk_full_error(EmbeddedServer(data)).errno == errno.ENOSPC
+
+
+@pytest.mark.parametrize("bulk", ["--bulk", "--no-bulk"])
+def test_cli_load_into_a_full_disk_names_it_and_stops(tmp_path: Path, bulk: str):
+    """A real full disk: the data dir on a 2 MB tmpfs, a load whose AOF needs more."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text(
+        "".join(
+            f"entity number {i} with a longish name|relation_{i % 50}|other "
+            f"entity {i * 7 % 39999} also long\n"
+            for i in range(40_000)
+        )
+    )
+    with small_tmpfs(tmp_path / "disk", "2m") as disk:
+        data = disk / "data"
+        r = run_cli(["load", str(kb), "--format", "metaqa", bulk, "--no-progress"], data)
+        log = (data / "falkordb.log").read_text()
+    assert r.returncode == 2, r.stderr
+    assert f"error: {data / 'appendonlydir'}: no space left on device" in r.stderr
+    assert "Short write while writing to the AOF file" in r.stderr  # the server's reason
+    assert "Traceback" not in r.stderr
+    assert log.count("Redis is starting") == 1  # before: restarted and retried (3 starts)
+
+
+def test_cli_rejects_on_a_full_disk_names_the_file(tmp_path: Path):
+    kb = tmp_path / "kb.txt"
+    _kb_with_bad_rows(kb, rows=6000, every=1)  # ~150 kB of rejects
+    kb.write_text("a|r|b\n" + kb.read_text())
+    with small_tmpfs(tmp_path / "disk", "64k") as disk:
+        rejects = disk / "sub" / "rej.jsonl"
+        r = run_cli(["load", str(kb), "--format", "metaqa", "--on-error", "skip", "--rejects",
+                     str(rejects), "--dry-run", "--no-progress"], tmp_path / "data")  # fmt: skip
+        left = sorted(p.name for p in rejects.parent.iterdir())
+    assert r.returncode == 2, r.stderr
+    assert (
+        f"error: {rejects}: rejects file: cannot write {rejects}.tmp: no space left on "
+        "device" in r.stderr
+    )
+    assert "Traceback" not in r.stderr and left == []  # nothing half-written left behind

@@ -1,14 +1,19 @@
 """Bad input, each case in fail mode (file:line: reason, nothing of the batch written) and
-in skip mode (every bad row in the rejects file, the rest loaded)."""
+in skip mode (every bad row in the rejects file, the rest loaded). Bad gzip data (issue 26:
+truncated, not gzip, a CRC error, corrupt deflate data) and a gzip bomb past
+`max_decompressed_bytes` are file-level errors: `file: reason`, exit 1, never a traceback."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
 from hash_embedder import HashEmbedder
-from loader_helpers import BAD, FIXTURES, FakeStore
+from loader_helpers import BAD, FIXTURES, FakeStore, run_cli
 
 from loaders.api import load_path
 from loaders.base import LoadError
@@ -251,3 +256,121 @@ def test_ntriples_and_explagraphs_bad_rows_in_skip_mode(fake_store, tmp_path):
     assert (rep.records, rep.rejected, rep.loaded) == (2, 3, 4)
     with pytest.raises(LoadError, match=r"explagraphs_bad.tsv:3: label 'maybe'"):
         load(BAD / "explagraphs_bad.tsv", "explagraphs", FakeStore(), tmp_path)
+
+
+# --- bad gzip data, gzip bombs (issue 26) ---------------------------------------------------
+
+
+def _gz_kb(path: Path, rows: int = 3000) -> bytes:
+    """A .gz MetaQA file with names random enough that the deflate stream is long."""
+    rnd = random.Random(7)
+    text = "".join(f"e{rnd.getrandbits(48):x}|r{i % 9}|e{rnd.getrandbits(48):x}\n"
+                   for i in range(rows))  # fmt: skip
+    data = gzip.compress(text.encode(), mtime=0)
+    path.write_bytes(data)
+    return data
+
+
+def _corrupt(tmp_path: Path, how: str) -> Path:
+    p = tmp_path / "kb.txt.gz"
+    data = _gz_kb(p)
+    if how == "truncated":
+        p.write_bytes(data[: len(data) // 2])
+    elif how == "not gzip":
+        p.write_bytes(b"a|r|b\nc|r|d\n")  # plain text named .gz
+    elif how == "crc":
+        p.write_bytes(data[:-8] + bytes(4) + data[-4:])
+    else:  # deflate data: the first block's type is the reserved one (0b11)
+        p.write_bytes(data[:10] + bytes([data[10] | 0b110]) + data[11:])
+    return p
+
+
+GZ_REASONS = {
+    "truncated": r"truncated gzip file \(the compressed data ends before its end marker\)",
+    "not gzip": r"not a gzip file, although named \.gz \(Not a gzipped file \(b'a\|'\)\)",
+    "crc": r"corrupt gzip data \(CRC check failed",
+    "deflate": r"corrupt gzip data \(Error -3 while decompressing data",
+}
+
+
+@pytest.mark.parametrize("how", list(GZ_REASONS))
+def test_bad_gzip_is_a_file_error_naming_file_and_reason(tmp_path: Path, how: str):
+    p = _corrupt(tmp_path, how)
+    store = FakeStore()
+    with pytest.raises(LoadError) as e:
+        load(p, "metaqa", store, tmp_path, batch_size=500)
+    assert e.value.source == str(p) and e.value.line is None
+    assert re.match(GZ_REASONS[how] + r".*; read up to line \d+$", e.value.reason), e.value
+    read = int(e.value.reason.rsplit(" ", 1)[1])
+    # fail mode: the batches before the bad data committed, nothing of the batch it broke
+    assert len(store.triples) == read // 500 * 500
+    # skip mode: still a file error (the rest cannot be read); the rejects file is kept
+    rej = tmp_path / "rej.jsonl"
+    with pytest.raises(LoadError, match=GZ_REASONS[how]):
+        load(p, "metaqa", FakeStore(), tmp_path, on_error="skip", rejects=rej)
+    assert rej.exists() and not (tmp_path / "rej.jsonl.tmp").exists()
+
+
+@pytest.mark.parametrize("how", ["truncated", "not gzip", "crc"])
+def test_cli_bad_gzip_prints_file_and_reason(tmp_path: Path, how: str):
+    p = _corrupt(tmp_path, how)
+    r = run_cli(["load", str(p), "--format", "metaqa", "--dry-run", "--no-progress"],
+                tmp_path / "data")  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "Aborted" not in r.stderr
+    assert re.search(f"error: {re.escape(str(p))}: {GZ_REASONS[how]}", r.stderr), r.stderr
+
+
+def _settings(tmp_path: Path, **kw):
+    from talent_core.config import Settings
+
+    return Settings(data_dir=tmp_path / "data", **kw)
+
+
+def test_gzip_past_the_decompressed_size_limit_stops(tmp_path: Path):
+    p = tmp_path / "kb.txt.gz"
+    _gz_kb(p, rows=2000)  # ~60 kB decompressed
+    store = FakeStore()
+    with pytest.raises(LoadError) as e:
+        load_path(p, "metaqa", store=store, embedder=HashEmbedder(16), progress=False,
+                  settings=_settings(tmp_path, max_decompressed_bytes=20_000))  # fmt: skip
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: decompresses to more than 20,000 bytes (stopped after line ")
+    assert "TALENT_MAX_DECOMPRESSED_BYTES" in msg
+    assert store.triples == set()  # batch size 5000: nothing of the broken batch
+    # under the limit it loads
+    rep = load_path(p, "metaqa", store=FakeStore(), embedder=HashEmbedder(16), progress=False,
+                    settings=_settings(tmp_path, max_decompressed_bytes=100_000))  # fmt: skip
+    assert rep.loaded == 2000
+
+
+def test_gzip_bomb_of_empty_lines_is_limited_and_keeps_line_numbers(tmp_path: Path):
+    """A bomb of newlines: the limit counts skipped blank lines too, and a bad line after
+    millions of blank ones is reported at its own line number."""
+    p = tmp_path / "bomb.txt.gz"
+    p.write_bytes(gzip.compress(b"a|r|b\n" + b"\n" * 3_000_000 + b" \t\r\n" * 1000 + b"bad\n"))
+    with pytest.raises(LoadError, match=r"bomb.txt.gz:3001002: expected 3 fields"):
+        load(p, "metaqa", FakeStore(), tmp_path)
+    with pytest.raises(LoadError) as e:
+        load_path(p, "metaqa", store=FakeStore(), embedder=HashEmbedder(16), progress=False,
+                  settings=_settings(tmp_path, max_decompressed_bytes=1_000_000))  # fmt: skip
+    assert "decompresses to more than 1,000,000 bytes" in str(e.value)
+    line = int(re.search(r"stopped after line (\d+)", str(e.value))[1])
+    assert 1_000_000 <= line < 1_100_000  # the blank lines read so far, counted
+    csv = tmp_path / "bomb.csv.gz"  # CSV records: empty lines between them are skipped too
+    csv.write_bytes(gzip.compress(b"h,r,t\n" + b"\n" * 2_000_000 + b'a,r,"b\n\nc"\nx,y\n'))
+    with pytest.raises(LoadError, match=r"bomb.csv.gz:2000005: missing columns"):
+        load(csv, "triples", FakeStore(), tmp_path)
+    store, rej = FakeStore(), tmp_path / "rej.jsonl"
+    load(csv, "triples", store, tmp_path, on_error="skip", rejects=rej)
+    assert store.triples == {("a", "r", "b\n\nc")}  # the empty line inside quotes is kept
+    assert [r["line"] for r in rejects_of(rej)] == [2_000_005]
+
+
+def test_cli_decompressed_size_limit_names_the_setting(tmp_path: Path):
+    p = tmp_path / "kb.txt.gz"
+    _gz_kb(p, rows=2000)
+    r = run_cli(["load", str(p), "--format", "metaqa", "--dry-run", "--no-progress"],
+                tmp_path / "data", TALENT_MAX_DECOMPRESSED_BYTES="20000")  # fmt: skip
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"error: {p}: decompresses to more than 20,000 bytes" in r.stderr
+    assert "TALENT_MAX_DECOMPRESSED_BYTES" in r.stderr

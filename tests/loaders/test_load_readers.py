@@ -54,6 +54,43 @@ def test_line_source_overlong_line_is_skipped_in_constant_memory(tmp_path: Path)
     assert out == ["short", (2, "line longer than the maximum of 100 bytes"), "after"]
 
 
+def _lines_one_by_one(data: bytes, skip: str) -> list[tuple[int, str]]:
+    """What `LineSource` with `skip_blank` must return, computed line by line."""
+    out = []
+    lines = data.split(b"\n")
+    for i, raw in enumerate(lines, 1):
+        last = i == len(lines)  # the text after the last newline (no terminator)
+        if last and not raw:
+            break
+        text = (raw if last or not raw.endswith(b"\r") else raw[:-1]).decode()
+        blank = not text.strip(" \t") if skip == "blank" else not text
+        if not (blank and not last):
+            out.append((i, text))
+    return out
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_line_source_skips_blank_runs_with_the_same_lines_and_numbers(tmp_path: Path, gz):
+    """Runs of blank lines are consumed a buffer at a time (a gzip bomb of newlines is not
+    read line by line in Python): the lines returned and their numbers are those of reading
+    every line, whatever the run lengths, buffer boundaries, CRLF or lone CRs."""
+    import gzip
+    import random
+
+    rnd = random.Random(26)
+    pieces = [b"\n", b"\r\n", b" \n", b"\t \r\n", b" \r \n", b"\r", b"a|b|c\n", b"x\r\n",
+              b"\n" * 20_000, b" \n" * 5000, b"\r\n" * 7000, b"y"]  # fmt: skip
+    for trial in range(12):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 100)))
+        p = tmp_path / ("t.txt.gz" if gz else "t.txt")
+        p.write_bytes(gzip.compress(data) if gz else data)
+        for skip in ("blank", "empty"):
+            with LineSource(p) as src:
+                src.skip_blank = skip
+                got = [(src.line, t) for t in src]
+            assert got == _lines_one_by_one(data, skip), (trial, skip)
+
+
 def test_json_array_streaming_reports_element_lines(tmp_path: Path):
     p = tmp_path / "a.json"
     p.write_text('[\n {"a": 1},\n {"b":\n  2}, {"c": 3}\n]\n')
