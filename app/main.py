@@ -17,6 +17,10 @@ from pathlib import Path
 
 import streamlit as st
 
+from app.safe import plain
+from talent_core.config import get_settings
+from talent_core.store.falkordb_server import DataDirError, check_data_dir
+
 VIEWS = Path(__file__).resolve().parent / "views"
 
 st.set_page_config(page_title="TaLenT GraphQA", layout="wide")
@@ -32,4 +36,10 @@ PAGES = {
                         url_path="evaluate"),
 }
 _nav = st.navigation(list(PAGES.values()))
+if get_settings().store == "embedded":
+    try:  # before any page opens the store: a data dir another user controls is refused
+        check_data_dir(get_settings().data_dir)
+    except DataDirError as e:
+        st.error(plain(str(e)))
+        st.stop()
 _nav.run()

@@ -4,6 +4,7 @@ the toy MetaQA KG (real MiniLM embeddings); the Load page writes into a store of
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -206,3 +207,27 @@ def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
     assert json.loads((out / "report.json").read_text())["run"]["rows"] == 6
     picked = at.multiselect(key="eval_compare")
     assert len(picked.value) == 2  # two saved reports side by side
+
+
+def test_a_data_dir_open_to_others_is_refused_with_a_message(tmp_path, monkeypatch):
+    """A data dir other users may write (they could swap its socket) stops every page with
+    one plain message naming it, before any page opens the store (issue 26: Streamlit's
+    exception box with a traceback)."""
+    from talent_core.config import get_settings
+
+    data = tmp_path / "shared-store"
+    data.mkdir()
+    data.chmod(0o777)
+    monkeypatch.setenv("TALENT_DATA_DIR", str(data))
+    monkeypatch.setenv("TALENT_STORE", "embedded")
+    get_settings.cache_clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+    finally:
+        get_settings.cache_clear()
+    assert not at.exception, at.exception
+    assert at.error, "no message"
+    shown = re.sub(r"\\(.)", r"\1", at.error[0].value)  # as rendered: escapes undone
+    assert str(data) in shown and "writable by other users" in shown
+    assert sorted(p.name for p in data.iterdir()) == []  # nothing written, no server started
