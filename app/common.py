@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import streamlit as st
@@ -59,19 +59,43 @@ def store_caption(pipe: Pipeline) -> None:
                          "`talent demo`, or point TALENT_DATA_DIR at a loaded store."))
 
 
-def legend(roles: list[str] | None = None, edges: bool = True) -> None:
-    """The colour legend of the graph (HTML built from constants only, no KG text)."""
-    items = [(c, t) for r, c, t in ROLES if roles is None or r in roles]
+def roles_present(els: dict[str, Any]) -> list[str]:
+    """The node roles of a graph's elements (`{"nodes": [...], "edges": [...]}`), in
+    legend order."""
+    found = {n["data"].get("role") for n in els.get("nodes", [])}
+    return [r for r, _, _ in ROLES if r in found]
+
+
+def edge_groups_present(els: dict[str, Any]) -> list[str]:
+    """The edge groups (S, EVIDENCE, JOIN, EXPANDED) of a graph's elements."""
+    found = {e["data"].get("label") for e in els.get("edges", [])}
+    return [g for g, _ in EDGE_GROUPS if g in found]
+
+
+_EDGE_TEXT = {"EVIDENCE": "evidence path", "JOIN": "out-of-candidate joined to S",
+              "S": "S", "EXPANDED": "added by a click"}
+
+
+def legend(roles: Iterable[str] | None = None,
+           edges: bool | Iterable[str] = True) -> None:
+    """The colour legend of the graph (HTML built from constants only, no KG text):
+    ``roles`` the node roles to list (None: all), ``edges`` the edge groups (True: all,
+    False: none); the callers pass what the drawn graph holds (`roles_present`,
+    `edge_groups_present`)."""
+    keep = None if roles is None else set(roles)
+    items = [(c, t) for r, c, t in ROLES if keep is None or r in keep]
+    groups = ([g for g, _ in EDGE_GROUPS] if edges is True else [] if edges is False
+              else list(edges))
+    colour = dict(EDGE_GROUPS)
     html = " ".join(
         f'<span style="display:inline-block;margin-right:14px">'
         f'<span style="display:inline-block;width:12px;height:12px;border-radius:6px;'
         f'background:{c};vertical-align:middle"></span> {t}</span>' for c, t in items)
-    if edges:
-        html += ('<br><span style="font-size:0.85em">edges: '
-                 '<span style="color:#ff7f0e">■ evidence path</span> · '
-                 '<span style="color:#9467bd">■ out-of-candidate joined to S</span> · '
-                 '<span style="color:#b0b0b0">■ S</span> · '
-                 '<span style="color:#c9b38a">■ added by a click</span></span>')
+    shown = [g for g in ("EVIDENCE", "JOIN", "S", "EXPANDED") if g in groups]
+    if shown:
+        html += ('<br><span style="font-size:0.85em">edges: ' + " · ".join(
+            f'<span style="color:{colour[g]}">■ {_EDGE_TEXT[g]}</span>' for g in shown)
+            + '</span>')
     st.html(f'<div data-testid="talent-legend" style="font-size:0.9em">{html}</div>')
 
 

@@ -30,7 +30,7 @@ from loaders.cli import stats as _stats_cmd
 from talent_core.cli_options import model_options, option_name, with_options
 from talent_core.questions import QUESTION_FORMATS, QuestionFormat, detect_question_format
 from talent_core.retrieval.config import RetrievalConfig, RetrievalSettingsError, apply_overrides
-from talent_core.text import TextInputError, printable, printable_json
+from talent_core.text import TextInputError, check_question, printable, printable_json
 
 # Commands whose modules import torch / transformers (seconds) are imported only when they
 # run: `talent --help` and every other command stay fast. name -> (builder, short help)
@@ -354,7 +354,13 @@ def ask(
     retrieval: dict[str, Any],
 ) -> None:
     """Answer a question with the full pipeline and show its evidence."""
+    from talent_core.config import get_settings
+
     _logging(verbose)
+    try:  # before the store opens and the models load: an empty question is said at once
+        check_question(question, get_settings().max_question_chars)
+    except TextInputError as e:
+        raise _fail(str(e)) from None
     if no_retriever and retriever is not None:
         raise _fail("--no-retriever and --retriever exclude each other")
     config = _retrieval_config(retrieval)

@@ -4,6 +4,8 @@ Formats:
   metaqa  `question<TAB>answer1|answer2|...`, the topic entity in [brackets]
   rog     RoG / G-Retriever records (jsonl or json list): id, question, answer[],
           q_entity[], a_entity[] (graph ignored here; `talent load --format rog` loads it)
+Lines that are blank or start with `#` (after leading spaces) are comments in both line
+formats, skipped by `read_questions`; line numbers in ids and errors stay the file's own.
 Bad lines raise `QuestionFileError` naming file:line.
 
 A typed question (CLI, UI) is read like a MetaQA one by `parse_question`: names in
@@ -135,8 +137,15 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:
                 raise QuestionFileError(f"{path}:{lineno}: invalid UTF-8 ({e.reason})") from None
-            if line.strip():
+            if not is_comment(line):
                 yield lineno, line
+
+
+def is_comment(line: str) -> bool:
+    """A blank line or one whose first non-space character is `#`: skipped by the readers
+    of question files (a MetaQA question or a JSON record never starts with `#`)."""
+    text = line.strip()
+    return not text or text.startswith("#")
 
 
 def _metaqa(path: Path) -> Iterator[QARecord]:

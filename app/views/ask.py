@@ -13,10 +13,12 @@ from typing import Any
 import streamlit as st
 
 from app.common import (
+    edge_groups_present,
     get_pipeline,
     graph,
     graph_ids,
     legend,
+    roles_present,
     run_with_progress,
     store_caption,
 )
@@ -33,18 +35,20 @@ from app.kg import (
 from app.safe import plain
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
-from talent_core.questions import parse_question
+from talent_core.questions import is_comment, parse_question
 from talent_core.retrieval.config import (
     Method,
     RetrievalConfig,
     RetrievalSettingsError,
     field_bounds,
 )
+from talent_core.text import TextInputError, check_question
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
     "examples.txt"
 MODEL_LOAD_S = 30  # about how long the first load of the language models takes (2 cores)
 HISTORY = 20  # answers kept in the session's history
+MODES = ["full", "retrieval", "no-retriever"]  # the first is the page's default: it answers
 
 
 def example_questions(pipe: Pipeline) -> list[str]:
@@ -55,7 +59,7 @@ def example_questions(pipe: Pipeline) -> list[str]:
     out: list[str] = []
     if EXAMPLES.is_file():
         qs = [ln.split("\t")[0] for ln in EXAMPLES.read_text(encoding="utf-8").splitlines()
-              if ln.strip() and not ln.startswith("#")]
+              if not is_comment(ln)]
         topics = [t for q in qs[:3] for t in parse_question(q)[1]]
         if topics and pipe.store.entities_by_name(topics):
             out += qs
@@ -109,9 +113,11 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
     with st.sidebar:
         st.header("Models")
         mode = st.radio(
-            "Mode", ["retrieval", "full", "no-retriever"], key="mode",
-            help="retrieval: candidate subgraph only (no LLM). full: LLM retriever + "
-            "generator. no-retriever: S straight to the generator (ablation).")
+            "Mode", MODES, key="mode", index=MODES.index("full"),
+            help="full: LLM retriever + generator, an answer with its evidence (the "
+            "first question loads the language models). retrieval: candidate subgraph "
+            "only (no LLM, no answer). no-retriever: S straight to the generator "
+            "(ablation).")
         decode = st.radio(
             "Decoding", ["ranked", "free"], key="decode",
             index=0 if settings.decode == "ranked" else 1,
@@ -189,10 +195,11 @@ def history_sidebar() -> None:
 def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: str,
                  overrides: dict[str, Any]) -> None:
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
-    try:
+    try:  # before the models load: a bad question or setting is said at once
+        question = check_question(question, pipe.settings.max_question_chars)
         pipe.retrieval_config(**overrides)
-    except RetrievalSettingsError as e:
-        st.error(plain(str(e)))
+    except (TextInputError, RetrievalSettingsError) as e:
+        say_error(e)
         return
     if mode != "retrieval":
         frozen = pipe.frozen_in(mode)  # type: ignore[arg-type]
@@ -202,7 +209,7 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
         try:
             ensure_models(pipe)
         except Exception as e:
-            st.error(plain(f"{type(e).__name__}: {e}"))
+            say_error(e)
             return
     first = "embedder" not in st.session_state.setdefault("_warm", set())
     with st.spinner(("Retrieving…" if mode == "retrieval" else "Retrieving and generating…")
@@ -218,7 +225,7 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
             extra = Extra()
             join_out_of_candidate(pipe.store, answer, extra)
         except Exception as e:  # shown to the analyst, not swallowed
-            st.error(plain(f"{type(e).__name__}: {e}"))
+            say_error(e)
             return
     st.session_state["_warm"].add("embedder")
     hist = st.session_state.setdefault("history", [])
@@ -227,6 +234,22 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
                  "topics": parsed})
     del hist[:-HISTORY]
     st.session_state["current"] = len(hist) - 1
+
+
+def error_line(e: BaseException) -> str:
+    """One line for the analyst: the message of an input error (the question, a setting)
+    as it is; any other error's class name first, for a bug report."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if isinstance(e, (TextInputError, RetrievalSettingsError)) and text:
+        return text
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def say_error(e: BaseException) -> None:
+    """The error in one line, and no answer under it: the one shown before belonged to
+    another question (it stays in the session history)."""
+    st.session_state["current"] = None
+    st.error(plain(error_line(e)))
 
 
 def show_notices(h: dict[str, Any]) -> None:
@@ -302,10 +325,11 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
             st.warning(plain("Named by the retriever but NOT in the KG (drawn unconnected, "
                              "red): " + "; ".join(missing)))
         if cand.nodes:
-            legend()
             extra: Extra = h["extra"]
             key = f"ask-graph-{idx}"
-            clicked = graph(elements(answer, extra, h["evidence"], graph_ids(key)), key=key)
+            els = elements(answer, extra, h["evidence"], graph_ids(key))
+            legend(roles_present(els), edge_groups_present(els))
+            clicked = graph(els, key=key)
             if clicked:  # a KG id (a name not in the KG maps to None)
                 added = extra.add(one_hop(pipe.store, clicked))
                 extra.expanded.append(clicked)
@@ -385,8 +409,12 @@ def page() -> None:
     if mode != "retrieval" and not pipe.models_loaded:
         st.caption(f"The first question in mode {mode} loads the language models "
                    f"(about {MODEL_LOAD_S} s, with a progress bar); later ones reuse them.")
-    if st.button("Ask", type="primary", key="ask") and question.strip():
-        run_question(pipe, question, topic, mode, decode, overrides)
+    if st.button("Ask", type="primary", key="ask"):
+        if question.strip():
+            run_question(pipe, question, topic, mode, decode, overrides)
+        else:
+            st.session_state["current"] = None
+            st.warning("Type a question first (e.g. the example above), then press Ask.")
     history_sidebar()
     hist = st.session_state.get("history", [])
     idx = st.session_state.get("current")

@@ -149,6 +149,7 @@ def page() -> None:
 
 def run_section(pipe: Any, data_dir: Path, source: str, upload: Any, methods: list[str],
                 sweep: str, limit: int, name: str) -> None:
+    from talent_core.questions import QuestionFileError
     from talent_core.report import ReportError
 
     if not re.fullmatch(r"[\w][\w.-]*", name):
@@ -171,10 +172,11 @@ def run_section(pipe: Any, data_dir: Path, source: str, upload: Any, methods: li
             else "metaqa"
         try:
             rep, err = run(pipe, [path], fmt, methods, sweep, limit, out_dir)
-        except ReportError as e:
+        except (ReportError, QuestionFileError) as e:  # a bad file: its line, in one line
             rep, err = None, e
     if err is not None:
-        st.error(plain(f"{type(err).__name__}: {err}"))
+        st.error(plain(str(err) if isinstance(err, (ReportError, QuestionFileError))
+                       else f"{type(err).__name__}: {err}"))
     else:
         assert rep is not None
         st.success(plain(f"{rep['run']['rows']} rows ({rep['run']['computed']} "

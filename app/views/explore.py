@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.common import default_pipeline, graph, graph_ids, legend, store_caption
+from app.common import (
+    default_pipeline,
+    graph,
+    graph_ids,
+    legend,
+    roles_present,
+    store_caption,
+)
 from app.kg import Extra, find_entities, neighbourhood_elements, one_hop
 from app.safe import plain
 from talent_core.models import Entity
@@ -62,9 +69,9 @@ def page() -> None:
                      f"{len(sub.edges)} edges" + (" · cut by a cap" if sub.truncated else "")
                      + (f" · {len(extra.expanded)} node(s) expanded" if extra.expanded
                         else "")))
-    legend(["seed", "candidate", "expanded"], edges=False)
     key = f"explore-graph-{entity.id}"
     els = neighbourhood_elements(entity, sub, set(chosen), extra, graph_ids(key))
+    legend(roles_present(els), edges=False)
     clicked = graph(els, key=key, height=480)
     if clicked:
         extra.add(one_hop(pipe.store, clicked))

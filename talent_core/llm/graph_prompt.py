@@ -272,6 +272,8 @@ class GraphPrompter:
 
         device = next(self.module.parameters()).device
         x, ei, ea = (t.to(device) for t in graph_tensors(graph, self.embed, self.store))
-        with torch.inference_mode():
+        from talent_core.llm.threads import torch_threads
+
+        with torch.inference_mode(), torch_threads():
             return self.module(x, ei, ea)
 

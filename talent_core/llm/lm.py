@@ -27,6 +27,7 @@ from talent_core.config import Settings, get_settings
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base, read_meta
 from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import Scored, continuation_scores, scoring_inputs, select_top
+from talent_core.llm.threads import torch_threads
 
 if TYPE_CHECKING:
     from talent_core.llm.generator import GeneratorModel
@@ -89,7 +90,8 @@ class LoadedLM:
     @contextlib.contextmanager
     def using(self, adapter: str | None) -> Iterator[Any]:
         """The model with ``adapter`` active (None: adapters disabled, the frozen base
-        model), under inference mode; one caller at a time."""
+        model), under inference mode with torch's threads chosen for this call from the
+        free cores (`threads.torch_threads`); one caller at a time."""
         import torch
 
         if adapter is not None and adapter not in self.metas:
@@ -101,7 +103,7 @@ class LoadedLM:
                     ctx = self.model.disable_adapter()
                 else:
                     self.model.set_adapter(adapter)
-            with ctx, torch.inference_mode():
+            with ctx, torch.inference_mode(), torch_threads():
                 yield self.model
 
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None

@@ -16,12 +16,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import warnings
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -194,11 +197,24 @@ def lora_config(
                       bias="none", task_type="CAUSAL_LM")
 
 
+@contextlib.contextmanager
+def _peft_reads_deprecated_alias() -> Iterator[None]:
+    """PeftModel's constructor (peft <= 0.21) reads ``model.is_gradient_checkpointing``,
+    an alias transformers 5 deprecated in favour of ``is_activation_checkpointing``: every
+    adapter load printed its FutureWarning (once per `talent ask`). This one warning, of
+    this one read, is dropped here; any other warning passes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`is_gradient_checkpointing` is deprecated",
+                                category=FutureWarning)
+        yield
+
+
 def add_lora(model: Any, config: Any) -> Any:
     from peft import get_peft_model
 
     base_name = getattr(model, "talent_base_name", None)
-    peft_model = get_peft_model(model, config)
+    with _peft_reads_deprecated_alias():
+        peft_model = get_peft_model(model, config)
     peft_model.talent_base_name = base_name
     return peft_model
 
@@ -303,9 +319,10 @@ def load_adapter(
     if isinstance(model, PeftModel):
         model.load_adapter(str(adapter_dir), adapter_name=adapter_name, is_trainable=is_trainable)
         return model, meta
-    peft_model = PeftModel.from_pretrained(
-        model, str(adapter_dir), adapter_name=adapter_name, is_trainable=is_trainable
-    )
+    with _peft_reads_deprecated_alias():
+        peft_model = PeftModel.from_pretrained(
+            model, str(adapter_dir), adapter_name=adapter_name, is_trainable=is_trainable
+        )
     peft_model.talent_base_name = base_name
     return peft_model, meta
 

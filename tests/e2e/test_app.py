@@ -25,6 +25,7 @@ def test_app_shows_candidate_evidence(use_toy):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception, at.exception
+    at.radio(key="mode").set_value("retrieval")  # the page opens in full mode
     assert [m.value for m in at.metric][2] != "0"  # triples loaded
     _ask_gravity(at)
     frames = [df.value for df in at.dataframe]
@@ -32,13 +33,14 @@ def test_app_shows_candidate_evidence(use_toy):
     assert {"Gravity", "Alfonso Cuarón"} <= names
 
 
-def test_app_empty_question_does_nothing(use_toy):
+def test_app_empty_question_says_so(use_toy):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     at.button(key="ask").click()
     at.run()
     assert not at.exception
     assert not at.dataframe  # nothing retrieved for an empty question
+    assert [w.value for w in at.warning if "Type a question" in w.value]
 
 
 def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):

@@ -85,6 +85,7 @@ def test_ask_graph_prompt_generator_missing_is_said(use_toy):
 def test_ask_names_a_missing_entity_and_the_closest(use_toy):
     """A bracketed name the KG does not hold is said plainly, with the closest names."""
     at = _app()
+    at.radio(key="mode").set_value("retrieval")
     at.text_input(key="question").input("what movies did [Tom Hanks] star in")
     at.button(key="ask").click()
     at.run()
@@ -96,6 +97,7 @@ def test_ask_names_a_missing_entity_and_the_closest(use_toy):
 def test_ask_example_question_and_retrieval_graph(use_toy):
     """Retrieval mode: no answer line, the candidate table and the S caption."""
     at = _app()
+    at.radio(key="mode").set_value("retrieval")
     at.text_input(key="question").input("who directed [Gravity]")
     at.button(key="ask").click()
     at.run()

@@ -530,6 +530,7 @@ def _xss_app(d, url: str) -> None:
 
     # Ask (retrieval): the payloads in the candidate subgraph S; expand one through the map
     _open(d, url + "/")
+    _choose(d, "mode", "retrieval")
     _type(d, "question", "what movies did [Tom Hanks] star in")
     _click(d, "ask")
     _wait(d, lambda d: _node_count(d) > 1, 120, "Ask drew no graph")
