@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 TALENT  = $(VENV)/bin/talent
 
-.PHONY: install demo test test-slow lint clean
+.PHONY: install demo test test-slow lint clean neo4j-up neo4j-down
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,5 +33,15 @@ test-slow: install
 lint: install
 	$(VENV)/bin/ruff check .
 
+# Neo4j 5 Community without Docker (tests/neo4j: Maven + Java 17): Bolt on a free loopback
+# port, a random password, connection in .talent/neo4j.env (read by the settings, the tests
+# and .ci/run). neo4j-down deletes its data unless KEEP=1.
+neo4j-up: install
+	$(PY) tests/neo4j/neo4j_ctl.py up
+
+neo4j-down:
+	$(PY) tests/neo4j/neo4j_ctl.py down $(if $(filter-out 0,$(KEEP)),--keep)
+
 clean:
+	-[ -x $(PY) ] && $(PY) tests/neo4j/neo4j_ctl.py down
 	rm -rf $(VENV) .talent

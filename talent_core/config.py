@@ -1,4 +1,4 @@
-"""Settings from the environment and `.env` (pydantic-settings).
+"""Settings from the environment, `.env` and `.talent/neo4j.env` (pydantic-settings).
 
 Every knob the pipeline reads lives here; modules take a `Settings` (or plain arguments),
 never `os.environ` directly.
@@ -22,9 +22,18 @@ def default_data_dir() -> Path:
     return Path(base) / "talent"
 
 
+# Written by `make neo4j-up` (tests/neo4j/neo4j_ctl.py) while its Neo4j runs: NEO4J_URI,
+# NEO4J_USER, NEO4J_PASSWORD only, so it never changes the store (TALENT_STORE stays
+# `embedded` unless set); it comes after `.env` and wins over it, the environment over both.
+NEO4J_ENV_FILE = Path(".talent") / "neo4j.env"
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="TALENT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+        env_prefix="TALENT_",
+        env_file=(".env", NEO4J_ENV_FILE),  # relative to the current folder; absent: skipped
+        env_file_encoding="utf-8",
+        extra="ignore",
     )
 
     # --- store -----------------------------------------------------------------------

@@ -5,7 +5,9 @@
   own graph key, deleted after the test.
 - `graph_store`: a fresh, empty store with the schema for dimension 8, parametrised over
   ["falkordb", "neo4j"]; the Neo4j case is skipped unless NEO4J_URI is set (and then it
-  CLEARS that database's :Entity/:Relation data before and after every test).
+  CLEARS that database's :Entity/:Relation data before and after every test). Without
+  NEO4J_URI in the environment, the connection of the server `make neo4j-up` started
+  (`.talent/neo4j.env` of this checkout) is loaded into it, for the CLI subprocesses too.
 - `read_store`: the same over ["falkordb", "memory", "neo4j"], for the read half of the
   contract (the in-memory store is filled through its upserts).
 - `one_hot(i, dim=8)` / `fake_vector(key, dim=8)`: deterministic unit vectors, as fixtures
@@ -32,6 +34,24 @@ FAKE_DIM = 8
 # subprocesses and stop what they start; `pytest_sessionfinish` stops any server left
 # running under the run's temp dirs and names it.
 os.environ["TALENT_SERVER_IDLE_TIMEOUT"] = "0"
+
+
+def _load_neo4j_env() -> None:
+    from pathlib import Path
+
+    from dotenv import dotenv_values
+
+    from talent_core.config import NEO4J_ENV_FILE
+
+    path = Path(__file__).resolve().parents[1] / NEO4J_ENV_FILE
+    if os.environ.get("NEO4J_URI") or not path.is_file():
+        return
+    for key, value in dotenv_values(path).items():
+        if key.startswith("NEO4J_") and value is not None:
+            os.environ[key] = value
+
+
+_load_neo4j_env()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -144,9 +164,11 @@ def _fresh_store(kind: str, embedded_store: Callable[..., object]) -> Iterator[o
         yield MemoryStore()
         return
     if not os.environ.get("NEO4J_URI"):
+        if os.environ.get("TALENT_REQUIRE_NEO4J"):  # .ci/run: no Neo4j test may skip there
+            pytest.fail("TALENT_REQUIRE_NEO4J is set but NEO4J_URI is not (`make neo4j-up`)")
         pytest.skip(
-            "NEO4J_URI not set: run `docker compose up -d neo4j`, then "
-            "NEO4J_URI=bolt://localhost:7687 NEO4J_PASSWORD=... pytest tests/contract"
+            "NEO4J_URI not set: run `make neo4j-up` (or `docker compose up -d neo4j`, then "
+            "NEO4J_URI=bolt://localhost:7687 NEO4J_PASSWORD=... pytest tests/contract)"
         )
     store = _neo4j_store()
     store.clear()

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 
 class Neo4jStore(CypherStore):
-    """GraphStore on a Neo4j 5.x database (5.26 LTS tested by the linter; 2025.x works)."""
+    """GraphStore on a Neo4j 5.x database (the contract suite runs on 5.26 LTS: tests/neo4j)."""
 
     dialect = "neo4j"
 
@@ -53,7 +53,8 @@ class Neo4jStore(CypherStore):
             self._driver.close()
             raise ConnectionError(
                 f"cannot reach Neo4j at {uri} (database {database!r}): {e}. "
-                "Start it with `docker compose up -d neo4j` and check NEO4J_URI/USER/PASSWORD."
+                "Start it (`make neo4j-up`, or `docker compose up -d neo4j`) and check "
+                "NEO4J_URI/USER/PASSWORD."
             ) from e
 
     @classmethod
