@@ -8,18 +8,11 @@ import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+from test_app_pages import _app, ask
 from typer.testing import CliRunner
 
-APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
     "examples.txt"
-
-
-def _app(timeout: int = 180) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=timeout)
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _tiny(tmp_path, monkeypatch) -> None:
@@ -58,11 +51,7 @@ def test_ask_opens_in_full_mode_and_answers(use_toy, tmp_path, monkeypatch):
 
 
 def test_retrieval_legend_has_no_llm_roles(use_toy):
-    at = _app()
-    at.radio(key="mode").set_value("retrieval")
-    at.text_input(key="question").input("who directed [Gravity]")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "who directed [Gravity]", "retrieval")
     assert not at.exception, at.exception
     (legend,) = _legends(at)
     assert "seed (where retrieval started)" in legend and "candidate subgraph S" in legend
@@ -84,11 +73,7 @@ def test_explore_legend_lists_the_roles_drawn(use_toy):
 
 
 def test_empty_question_says_so_and_clears_the_answer(use_toy):
-    at = _app()
-    at.radio(key="mode").set_value("retrieval")
-    at.text_input(key="question").input("who directed [Gravity]")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "who directed [Gravity]", "retrieval")
     assert at.dataframe  # an answer is shown
     at.text_input(key="question").input("   ")
     at.button(key="ask").click()
@@ -100,11 +85,7 @@ def test_empty_question_says_so_and_clears_the_answer(use_toy):
 
 
 def test_too_long_question_one_line_no_class_name_no_stale_answer(use_toy):
-    at = _app()
-    at.radio(key="mode").set_value("retrieval")
-    at.text_input(key="question").input("who directed [Gravity]")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "who directed [Gravity]", "retrieval")
     assert at.subheader and at.dataframe
     at.text_input(key="question").input("who directed [Gravity] " + "x" * 5000)
     at.button(key="ask").click()

@@ -22,6 +22,15 @@ def _app(timeout: int = 180) -> AppTest:
     return at
 
 
+def ask(at: AppTest, question: str, mode: str) -> AppTest:
+    """Ask ``question`` on the Ask page in ``mode``; returns the page after the run."""
+    at.radio(key="mode").set_value(mode)
+    at.text_input(key="question").input(question)
+    at.button(key="ask").click()
+    at.run()
+    return at
+
+
 def _ok(at: AppTest) -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -50,11 +59,7 @@ def test_ask_full_answer_with_evidence_graph_export_and_history(use_toy, tmp_pat
 
     monkeypatch.setenv("TALENT_BASE_MODEL", str(tiny_llama(tmp_path / "tiny")))
     get_settings.cache_clear()
-    at = _app()
-    at.radio(key="mode").set_value("full")
-    at.text_input(key="question").input("who directed [Gravity]")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "who directed [Gravity]", "full")
     assert not at.exception, at.exception
     text = _texts(at)
     assert "Answer:" in text
@@ -84,11 +89,7 @@ def test_ask_graph_prompt_generator_missing_is_said(use_toy):
 
 def test_ask_names_a_missing_entity_and_the_closest(use_toy):
     """A bracketed name the KG does not hold is said plainly, with the closest names."""
-    at = _app()
-    at.radio(key="mode").set_value("retrieval")
-    at.text_input(key="question").input("what movies did [Tom Hanks] star in")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "what movies did [Tom Hanks] star in", "retrieval")
     _ok(at)
     warn = [w.value for w in at.warning if "not in the KG" in w.value]
     assert warn and "Tom Hanks" in warn[0] and "Closest names" in warn[0], warn
@@ -96,11 +97,7 @@ def test_ask_names_a_missing_entity_and_the_closest(use_toy):
 
 def test_ask_example_question_and_retrieval_graph(use_toy):
     """Retrieval mode: no answer line, the candidate table and the S caption."""
-    at = _app()
-    at.radio(key="mode").set_value("retrieval")
-    at.text_input(key="question").input("who directed [Gravity]")
-    at.button(key="ask").click()
-    at.run()
+    at = ask(_app(), "who directed [Gravity]", "retrieval")
     _ok(at)
     assert "Answer:" not in _texts(at)
     assert "Alfonso Cuarón" in set(at.dataframe[0].value["name"])
