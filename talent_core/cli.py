@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json as _json
 import logging
-import subprocess
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -675,7 +675,11 @@ def run_app(
            "--server.maxUploadSize", str(get_settings().max_upload_mb),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--client.toolbarMode", "minimal"]
-    raise typer.Exit(subprocess.call(cmd))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Streamlit replaces this process: Ctrl-C or a supervisor's SIGTERM reaches it (as a
+    # child it kept serving after the `talent app` that started it was terminated)
+    os.execv(cmd[0], cmd)
 
 
 @app.command()

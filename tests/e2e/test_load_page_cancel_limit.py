@@ -50,7 +50,7 @@ def test_app_command_passes_the_upload_limit_to_streamlit(settings_env):
     from talent_core import cli
 
     calls: list[list[str]] = []
-    settings_env.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    settings_env.setattr(cli.os, "execv", lambda path, cmd: calls.append(cmd))
     settings_env.setenv("TALENT_MAX_UPLOAD_MB", "7")
     res = CliRunner().invoke(cli.app, ["app", "--port", "8599"])
     assert res.exit_code == 0, res.output
