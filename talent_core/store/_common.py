@@ -16,11 +16,12 @@ from talent_core.text import char_problem, key_problem
 
 
 def make_private_dirs(folder: Path) -> None:
-    """Create `folder` and its missing parents owner-only (0700, whatever the umask): an
-    export or rejects folder outside the private data dir holds KG text."""
+    """Create `folder` and its missing parents owner-only (0700, whatever the umask): the
+    data dir, and an export or rejects folder outside it (they hold KG text). An entry that
+    appears meanwhile is left for the caller's checks to judge."""
     folder = Path(folder)
     missing = []
-    while not folder.exists() and folder != folder.parent:
+    while not os.path.lexists(folder) and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
     for d in reversed(missing):

@@ -43,8 +43,9 @@ import socket
 import sys
 import time
 
-LOCK_NAME = "falkordb.lock"  # as falkordb_server: held while a server for the data dir lives
-SOCKET_RECORD_NAME = "falkordb.socket"
+# the data dir's files (falkordb_server imports these: one spelling)
+LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
+SOCKET_RECORD_NAME = "falkordb.socket"  # the running server's socket path (one line)
 GRACE_S = 60.0
 COMPACT_WAIT_S = 600.0
 IO_TIMEOUT_S = 10.0

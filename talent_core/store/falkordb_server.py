@@ -87,17 +87,16 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from talent_core.store._watchdog import remove_link_dir
+from talent_core.store._common import make_private_dirs
+from talent_core.store._watchdog import LOCK_NAME, SOCKET_RECORD_NAME, remove_link_dir
 
 log = logging.getLogger(__name__)
 
 SOCKET_NAME = "falkordb.sock"
 PID_NAME = "falkordb.pid"
 LOG_NAME = "falkordb.log"
-LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
 WRITE_LOCK_NAME = "falkordb.write.lock"  # held around every write query
 SCHEMA_LOCK_NAME = "falkordb.schema.lock"  # held while a process creates indexes
-SOCKET_RECORD_NAME = "falkordb.socket"  # the running server's socket path (one line)
 STATE_NAME = "falkordb.server.json"  # the running server: pid, start, mode, idle timeout
 WATCHDOG = Path(__file__).with_name("_watchdog.py")
 COMPACT_AT_STOP_BYTES = 8 << 20  # rewrite the AOF at a clean stop above this many new bytes
@@ -352,13 +351,7 @@ class EmbeddedServer:
     def _make_data_dir(self) -> None:
         """Create the data dir and its missing parents 0700, then check it (`_check`)."""
         if not self._checked:
-            missing, p = [], self.data_dir
-            while not os.path.lexists(p):
-                missing.append(p)
-                p = p.parent
-            for p in reversed(missing):
-                with contextlib.suppress(FileExistsError):  # `_check` judges who made it
-                    os.mkdir(p, 0o700)
+            make_private_dirs(self.data_dir)  # `_check` judges who made what it finds
         self._check()
 
     def _prepare_data_dir(self) -> None:
