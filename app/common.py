@@ -3,6 +3,7 @@ component with its legend, and the component's click events."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -10,10 +11,10 @@ from typing import Any
 
 import streamlit as st
 
-from app.kg import EDGE_GROUPS, ROLES, ComponentIds
-from app.safe import plain
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
+from talent_core.ui.kg import EDGE_GROUPS, ROLES, ComponentIds
+from talent_core.ui.safe import plain
 
 
 @st.cache_resource(show_spinner="Opening the graph store (the first start of the embedded "
@@ -109,11 +110,15 @@ class _Style:
         return {"selector": self.selector, "style": self.style}
 
 
-# the package's labels (font 3.6, hidden below a rendered 10 px) vanish on a graph of a
-# few dozen nodes: larger captions, always drawn
-LABELS = [_Style("node", {"font-size": 7, "min-zoomed-font-size": 0, "text-wrap": "ellipsis",
-                          "text-max-width": 90}),
-          _Style("edge", {"font-size": 5, "min-zoomed-font-size": 0})]
+def labels(nodes: int) -> list[_Style]:
+    """Captions legible at the default size, always drawn (the package's font 3.6 is hidden
+    below a rendered 10 px). The layout fits the graph to the component, so the zoom falls
+    about as 1/sqrt(nodes): the font grows as sqrt(nodes) to keep the rendered size."""
+    font = min(max(2.8 * math.sqrt(max(nodes, 1)), 10.0), 26.0)
+    return [_Style("node", {"font-size": round(font, 1), "min-zoomed-font-size": 0,
+                            "text-wrap": "ellipsis", "text-max-width": round(9 * font)}),
+            # relation names only where they render readable (else a row of grey bars)
+            _Style("edge", {"font-size": round(0.6 * font, 1), "min-zoomed-font-size": 8})]
 
 
 def graph_ids(key: str) -> ComponentIds:
@@ -123,7 +128,7 @@ def graph_ids(key: str) -> ComponentIds:
     return maps.setdefault(key, ComponentIds())
 
 
-def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
+def graph(elements: dict[str, Any], key: str, height: int = 680) -> str | None:
     """Draw ``elements`` (ids from ``graph_ids(key)``) with st_link_analysis; returns the KG
     id of a node the analyst asked to expand (double-click, or the expand button) once per
     click, else None (also for an id the map does not hold, or a name not in the KG)."""
@@ -134,7 +139,8 @@ def graph(elements: dict[str, Any], key: str, height: int = 520) -> str | None:
     edge_styles = [EdgeStyle(g, c, caption="rel", directed=True, labeled=None)  # type: ignore[arg-type]
                    for g, c in EDGE_GROUPS]
     value = st_link_analysis(elements, layout="cose",
-                             node_styles=[*node_styles, *LABELS],  # type: ignore[list-item]
+                             node_styles=[*node_styles,  # type: ignore[list-item]
+                                          *labels(len(elements.get("nodes", [])))],
                              edge_styles=edge_styles, height=height, key=key,
                              node_actions=["expand"])
     if not isinstance(value, dict) or value.get("action") != "expand":

@@ -1,26 +1,24 @@
-"""What the pages show of the KG, kept out of Streamlit so that it is tested directly:
-node roles and the graph component's elements, readable labels for Freebase CVT nodes,
-evidence paths from a seed to each answer over S's edges, the answer's export (JSON, CSV),
-entity look-ups for the "not in the KG" notice, and one-entity neighbourhoods for Explore
-and for a node click.
-
-Every store access goes through the store's GraphReader methods (parameterised Cypher in
-each store); nothing here builds a query.
+"""What the pages draw of the KG, kept out of Streamlit so that it is tested directly: node
+roles, the graph component's elements (opaque ids, look-alike text) and the nodes and edges
+drawn beyond S. The data (evidence paths, neighbours, look-ups, export) comes from
+`talent_core.explore`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import re
-from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from talent_core.models import Answer, Candidate, Entity, Subgraph
-from talent_core.store.base import ExpansionCaps, GraphReader
+from talent_core.explore import (
+    Evidence,
+    GraphReader,
+    answer_ids,
+    expand_step,
+    node_names,
+    readable_label,
+)
+from talent_core.models import Answer, Entity, Subgraph
 
 # --- roles --------------------------------------------------------------------------------
 # (role, colour, legend text), in legend order; a node takes the first role that fits
@@ -31,27 +29,12 @@ ROLES: list[tuple[str, str, str]] = [
     ("candidate", "#9e9e9e", "candidate subgraph S"),
     ("grounded", "#9467bd", "named outside S, found in the KG"),
     ("missing", "#d62728", "named outside S, NOT in the KG"),
+    ("path", "#f5c38f", "on an answer's planned path, outside S"),
     ("expanded", "#c9b38a", "neighbour added by a click"),
 ]
 ROLE_COLOUR = {r: c for r, c, _ in ROLES}
 EDGE_GROUPS: list[tuple[str, str]] = [("S", "#b0b0b0"), ("EVIDENCE", "#ff7f0e"),
                                       ("JOIN", "#9467bd"), ("EXPANDED", "#c9b38a")]
-
-_CVT = re.compile(r"^[mg]\.[0-9a-z_]+$")
-
-
-def is_cvt(name: str) -> bool:
-    """A Freebase machine id (`m.0abc`, `g.11x`) used as a name: a CVT or unnamed node."""
-    return bool(_CVT.match(name or ""))
-
-
-def readable_label(name: str, rels: Iterable[str] = ()) -> str:
-    """The name, or for a CVT node `⟨type⟩ m.0abc` with the type its incident relations
-    share (`film.performance.actor` -> `film.performance`)."""
-    if not is_cvt(name):
-        return name
-    types = Counter(r.rsplit(".", 1)[0] for r in rels if "." in r)
-    return f"⟨{types.most_common(1)[0][0]}⟩ {name}" if types else f"⟨CVT⟩ {name}"
 
 
 def component_text(text: str) -> str:
@@ -93,120 +76,6 @@ class ComponentIds:
         return self._back.get(opaque) if isinstance(opaque, str) else None
 
 
-# --- evidence paths -----------------------------------------------------------------------
-Hop = tuple[str, str, str]  # (src id, rel, dst id) as stored: the edge's own direction
-
-
-def answer_ids(answer: Answer) -> dict[str, list[str]]:
-    """Each answer name -> the KG ids it names (ranked decoding gives the id; free decoding
-    is matched by name to S's nodes, then to grounded out-of-candidate names)."""
-    by_name: dict[str, list[str]] = {}
-    for n in answer.candidate.nodes:
-        by_name.setdefault(n.name.lower(), []).append(n.id)
-    for o in answer.selection.out_of_candidate if answer.selection else []:
-        if o.grounded and o.id:
-            by_name.setdefault((o.kg_name or o.name).lower(), []).append(o.id)
-    ranked = {r.name: r.id for r in answer.ranked if r.id}
-    out: dict[str, list[str]] = {}
-    for a in answer.answer:
-        out[a] = [ranked[a]] if a in ranked else by_name.get(a.lower(), [])
-    return out
-
-
-def evidence_paths(candidate: Candidate, target: str, max_paths: int = 3,
-                   max_hops: int = 4) -> list[list[Hop]]:
-    """The shortest paths (at most ``max_paths``, at most ``max_hops`` edges) from any seed of
-    S to ``target`` over S's edges, either direction; [] when none (a seed answer gives
-    one empty path)."""
-    seeds = [n.id for n in candidate.nodes if n.seed] or [s.id for s in candidate.seeds]
-    adj: dict[str, list[Hop]] = {}
-    for e in candidate.edges:
-        hop = (e.src, e.rel, e.dst)
-        adj.setdefault(e.src, []).append(hop)
-        adj.setdefault(e.dst, []).append(hop)
-    if target in seeds:
-        return [[]]
-    dist = {s: 0 for s in seeds if s in adj}
-    parents: dict[str, list[tuple[str, Hop]]] = {}
-    queue = deque(dist)
-    while queue:
-        u = queue.popleft()
-        if dist[u] >= max_hops or (target in dist and dist[u] >= dist[target]):
-            continue
-        for hop in adj.get(u, []):
-            v = hop[2] if hop[0] == u else hop[0]
-            if v not in dist:
-                dist[v] = dist[u] + 1
-                queue.append(v)
-            if dist[v] == dist[u] + 1:
-                parents.setdefault(v, []).append((u, hop))
-    if target not in dist:
-        return []
-    paths: list[list[Hop]] = []
-
-    def back(node: str, tail: list[Hop]) -> None:
-        if len(paths) >= max_paths:
-            return
-        if dist[node] == 0:
-            paths.append(list(reversed(tail)))
-            return
-        for prev, hop in parents.get(node, []):
-            back(prev, [*tail, hop])
-
-    back(target, [])
-    return paths
-
-
-def path_text(path: Sequence[Hop], names: dict[str, str], target: str) -> str:
-    """`Seed —rel→ X ←rel— Answer`: each hop written in the edge's own direction."""
-    node = target
-    for src, _, dst in reversed(path):  # walk back from the answer to the seed
-        node = src if dst == node else dst
-    out = [names.get(node, node)]
-    for src, rel, dst in path:
-        if src == node:
-            out.append(f"—{rel}→ {names.get(dst, dst)}")
-            node = dst
-        else:
-            out.append(f"←{rel}— {names.get(src, src)}")
-            node = src
-    return " ".join(out) + ("" if path else " (a seed)")
-
-
-@dataclass
-class Evidence:
-    answer: str
-    id: str | None
-    paths: list[list[Hop]] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-
-
-def answer_evidence(answer: Answer, max_paths: int = 3) -> list[Evidence]:
-    """Each answer with its KG id and its evidence paths from a seed over S's edges."""
-    cand = answer.candidate
-    names = node_names(answer)
-    out = []
-    for a, ids in answer_ids(answer).items():
-        ev = Evidence(a, ids[0] if ids else None)
-        for i in ids:
-            for p in evidence_paths(cand, i, max_paths - len(ev.paths)):
-                ev.paths.append(p)
-                ev.text.append(path_text(p, names, i))
-            if len(ev.paths) >= max_paths:
-                break
-        out.append(ev)
-    return out
-
-
-def node_names(answer: Answer) -> dict[str, str]:
-    """KG id -> readable label (CVT nodes named by their relations' type)."""
-    rels: dict[str, list[str]] = {}
-    for e in answer.candidate.edges:
-        rels.setdefault(e.src, []).append(e.rel)
-        rels.setdefault(e.dst, []).append(e.rel)
-    return {n.id: readable_label(n.name, rels.get(n.id, ())) for n in answer.candidate.nodes}
-
-
 # --- the graph component's elements ---------------------------------------------------------
 @dataclass
 class Extra:
@@ -215,6 +84,13 @@ class Extra:
     nodes: dict[str, Entity] = field(default_factory=dict)
     edges: set[tuple[str, str, str]] = field(default_factory=set)
     expanded: list[str] = field(default_factory=list)  # ids expanded, in order
+
+    def expand(self, store: GraphReader, node: str) -> tuple[int, bool]:
+        """A click on ``node``: its next `EXPAND_STEP` neighbours from the store; (nodes and
+        edges added, whether it has more)."""
+        self.expanded.append(node)
+        sub = expand_step(store, node, self.expanded.count(node))
+        return self.add(sub), sub.truncated
 
     def add(self, sub: Subgraph) -> int:
         before = len(self.nodes) + len(self.edges)
@@ -237,6 +113,8 @@ def roles(answer: Answer) -> dict[str, str]:
             out.setdefault(o.id, "answer" if o.id in ans else "grounded")
         else:
             out[f"missing:{o.name}"] = "missing"
+    for i in sorted(ans - out.keys()):  # reached past S (a planned path's end)
+        out[i] = "answer"
     return out
 
 
@@ -252,7 +130,7 @@ def elements(answer: Answer, extra: Extra | None = None,
     names = node_names(answer)
     oc = {o.id: o for o in (answer.selection.out_of_candidate if answer.selection else [])
           if o.id}
-    ev_edges = {h for e in evidence for p in e.paths for h in p}
+    ev_edges = {h for e in evidence for p in e.paths for h in p.hops}
     nodes: list[dict[str, Any]] = []
     seen: set[tuple[str, bool]] = set()  # (KG id, True) or (missing name, False)
 
@@ -272,13 +150,17 @@ def elements(answer: Answer, extra: Extra | None = None,
             node(name, name + " (not in KG)", r, in_kg=False)
         elif (nid, True) not in seen:
             o = oc.get(nid)
-            node(nid, (o.kg_name or o.name) if o else nid, r)
+            name = ((o.kg_name or o.name) if o else extra.nodes[nid].name if nid in extra.nodes
+                    else nid)
+            node(nid, name, r)
     extra_rels: dict[str, list[str]] = {}
     for s, rel, d in extra.edges:
         extra_rels.setdefault(s, []).append(rel)
         extra_rels.setdefault(d, []).append(rel)
+    on_paths = {n for h in ev_edges for n in (h[0], h[2])}
     for nid, ent in extra.nodes.items():
-        node(nid, readable_label(ent.name, extra_rels.get(nid, ())), "expanded")
+        node(nid, readable_label(ent.name, extra_rels.get(nid, ())),
+             "path" if nid in on_paths else "expanded")
     edges: list[dict[str, Any]] = []
     keys: set[tuple[str, str, str]] = set()
 
@@ -295,7 +177,8 @@ def elements(answer: Answer, extra: Extra | None = None,
     s_ids = {n.id for n in answer.candidate.nodes}
     for s, rel, d in sorted(extra.edges):
         join = (s in oc and d in s_ids) or (d in oc and s in s_ids)
-        edge(s, rel, d, "JOIN" if join else "EXPANDED")
+        edge(s, rel, d, "EVIDENCE" if (s, rel, d) in ev_edges else
+             "JOIN" if join else "EXPANDED")
     return {"nodes": nodes, "edges": edges}
 
 
@@ -334,104 +217,3 @@ def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None 
                                    "target": ids.node(d), "label": "S",
                                    "rel": component_text(rel)}})
     return {"nodes": out_nodes, "edges": out_edges}
-
-
-# --- the store: one entity's neighbourhood, look-ups ----------------------------------------
-EXPAND_CAPS = ExpansionCaps(fanout=30, max_nodes=60, max_edges=120)
-
-
-def one_hop(store: GraphReader, entity_id: str,
-            caps: ExpansionCaps = EXPAND_CAPS) -> Subgraph:
-    """The 1-hop neighbourhood of one entity, within ``caps`` (store.neighbourhood)."""
-    return store.neighbourhood([entity_id], 1, caps)
-
-
-def join_out_of_candidate(store: GraphReader, answer: Answer, extra: Extra) -> None:
-    """Draw each grounded out-of-candidate node joined to its KG neighbours in S."""
-    s_ids = {n.id for n in answer.candidate.nodes}
-    for o in answer.selection.out_of_candidate if answer.selection else []:
-        if not (o.grounded and o.id) or o.id in s_ids:
-            continue
-        sub = store.neighbourhood([o.id], 1, ExpansionCaps(fanout=500, max_nodes=501,
-                                                             max_edges=500))
-        extra.edges |= {(e.src, e.rel, e.dst) for e in sub.edges
-                        if (e.src == o.id and e.dst in s_ids) or (e.dst == o.id and
-                                                                   e.src in s_ids)}
-
-
-def find_entities(store: GraphReader, embedder: Any, text: str, k: int = 10
-                  ) -> list[tuple[Entity, str, float | None]]:
-    """Entities for a typed name: exact name, fulltext and vector matches, each once, as
-    (entity, how it was found, cosine score for vector matches)."""
-    text = text.strip()
-    if not text:
-        return []
-    out: dict[str, tuple[Entity, str, float | None]] = {}
-    for e in store.entities_by_name([text]):
-        out.setdefault(e.id, (e, "exact name", None))
-    try:
-        for e in store.search_names(text, k):
-            out.setdefault(e.id, (e, "fulltext", None))
-    except Exception:  # a fulltext query syntax the engine refuses: vector still answers
-        pass
-    if embedder is not None:
-        vec = embedder.encode([text])[0]
-        for s in store.top_entities(vec, k):
-            out.setdefault(s.entity.id, (s.entity, "vector", round(float(s.score), 3)))
-    return list(out.values())
-
-
-def missing_topics(store: GraphReader, embedder: Any, topics: Sequence[str], k: int = 5
-                   ) -> dict[str, list[str]]:
-    """Topic entities of the question the KG does not hold (exact, case-insensitive),
-    each with the closest names (fulltext, then vector)."""
-    missing: dict[str, list[str]] = {}
-    for t in topics:
-        if store.entities_by_name([t]):
-            continue
-        close = [e.name for e, _, _ in find_entities(store, embedder, t, k)]
-        missing[t] = list(dict.fromkeys(close))[:k]
-    return missing
-
-
-# --- export ---------------------------------------------------------------------------------
-def export_json(answer: Answer, evidence: Sequence[Evidence]) -> str:
-    names = {n.id: n.name for n in answer.candidate.nodes}
-    sel = answer.selection
-    data = {
-        "question": answer.question,
-        "method": answer.candidate.method,
-        "decode": answer.decode,
-        "answers": [{"answer": e.answer, "id": e.id, "evidence": [
-            [{"src": names.get(s, s), "rel": r, "dst": names.get(d, d), "src_id": s,
-              "dst_id": d} for s, r, d in p] for p in e.paths], "evidence_text": e.text}
-            for e in evidence],
-        "seeds": [s.model_dump() for s in answer.candidate.seeds],
-        "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
-        "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
-        "candidate": {"nodes": [n.model_dump() for n in answer.candidate.nodes],
-                      "edges": [e.model_dump() for e in answer.candidate.edges]},
-        "generator_edges": [{"src": names.get(e.src, e.src), "rel": e.rel,
-                             "dst": names.get(e.dst, e.dst)} for e in answer.edges],
-        "ranked": [r.model_dump() for r in answer.ranked],
-        "plan": [p.model_dump() for p in answer.plan],
-        "frozen": answer.frozen,
-        "timings_ms": answer.timings_ms,
-    }
-    return json.dumps(data, ensure_ascii=False, indent=1)
-
-
-def export_csv(answer: Answer, evidence: Sequence[Evidence]) -> str:
-    """One row per hop of each evidence path (an answer without a path: one row)."""
-    names = {n.id: n.name for n in answer.candidate.nodes}
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["question", "answer", "answer_id", "path", "step", "src", "rel", "dst"])
-    for e in evidence:
-        if not e.paths:
-            w.writerow([answer.question, e.answer, e.id or "", "", "", "", "", ""])
-        for i, p in enumerate(e.paths, 1):
-            for j, (s, r, d) in enumerate(p or [("", "", "")], 1):
-                w.writerow([answer.question, e.answer, e.id or "", i, j,
-                            names.get(s, s), r, names.get(d, d)])
-    return buf.getvalue()

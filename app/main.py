@@ -5,9 +5,10 @@
   /load      Load      upload a KG file with progress, counts and rejected rows
   /evaluate  Evaluate  run a small report, show saved reports side by side
 
-The pages call the Pipeline (and, for one entity's neighbourhood, the store's GraphReader
-methods through app/kg.py), never Cypher of their own. KG text, model output and exception
-messages are shown through `app.safe.plain` or as table cells, never as Markdown/HTML.
+The pages call the Pipeline and, for the KG around an answer or an entity,
+`talent_core.explore`; never the store or Cypher of their own. KG text, model output and
+exception messages are shown through `app.safe.plain` or as table cells, never as
+Markdown/HTML.
 Run: `talent app` (or `streamlit run app/main.py`).
 """
 
@@ -17,9 +18,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from app.safe import plain
 from talent_core.config import get_settings
-from talent_core.store.falkordb_server import DataDirError, check_data_dir
+from talent_core.explore import store_problem
+from talent_core.ui.safe import plain
 
 VIEWS = Path(__file__).resolve().parent / "views"
 
@@ -36,10 +37,8 @@ PAGES = {
                         url_path="evaluate"),
 }
 _nav = st.navigation(list(PAGES.values()))
-if get_settings().store == "embedded":
-    try:  # before any page opens the store: a data dir another user controls is refused
-        check_data_dir(get_settings().data_dir)
-    except DataDirError as e:
-        st.error(plain(str(e)))
-        st.stop()
+_problem = store_problem(get_settings())  # before any page opens the store
+if _problem:  # a data dir another user controls is refused
+    st.error(plain(_problem))
+    st.stop()
 _nav.run()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from talent_core.errors import TalentError
+
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$:])")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -17,6 +19,15 @@ def plain(text: str) -> str:
     control characters dropped, for st.markdown/st.error/st.success."""
     text = "".join(c for c in str(text) if c in "\n\t" or c.isprintable())
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def error_line(e: BaseException) -> str:
+    """One line for the analyst: a TaLenT error's message as it is (bad input, a setting,
+    a file's line); any other error's class name first, for a bug report."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    if isinstance(e, TalentError) and text:
+        return text
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def safe_upload_name(name: str, default: str = "upload") -> str:

@@ -41,9 +41,9 @@ if str(ROOT) not in sys.path:
 import psutil
 from benchio import load_average, write_json_atomic
 
-from loaders.api import load_path
-from loaders.embedders import make_embedder
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
+from talent_core.loaders.embedders import make_embedder
 from talent_core.store.base import ExpansionCaps
 from talent_core.store.falkordb import FalkorDBStore
 from talent_core.store.falkordb_server import EmbeddedServer

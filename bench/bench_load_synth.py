@@ -35,9 +35,9 @@ import psutil
 from bench_load import RssSampler
 from benchio import load_average, write_json_atomic
 
-from loaders.api import load_path
-from loaders.options import LoadProgress
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
+from talent_core.loaders.options import LoadProgress
 from talent_core.store.falkordb import FalkorDBStore
 from talent_core.store.falkordb_server import EmbeddedServer
 

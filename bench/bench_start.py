@@ -37,7 +37,7 @@ QUESTION = "what movies did [Tom Hanks] star in"
 
 def talent(*args: str) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "talent_core.cli", *args], check=True,
+    subprocess.run([sys.executable, "-m", "talent_core", *args], check=True,
                    capture_output=True, env=os.environ.copy())  # fmt: skip
     return round(time.perf_counter() - t, 2)
 

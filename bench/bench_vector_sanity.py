@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from loaders.api import load_path
-from loaders.embedders import make_embedder
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
+from talent_core.loaders.embedders import make_embedder
 from talent_core.store import open_store
 
 RESULTS = ROOT / "bench" / "results"

@@ -51,7 +51,7 @@ from benchio import load_average, write_json_atomic  # noqa: E402
 
 log = logging.getLogger("bench.fault_kill9")
 RESULTS = ROOT / "bench" / "results"
-CLI = [sys.executable, str(ROOT / "tests" / "hash_cli.py"), "loaders.cli"]
+CLI = [sys.executable, str(ROOT / "tests" / "hash_cli.py"), "talent_core"]
 COMMITTED = re.compile(r"committed batch (\d+): (\d+) triples \(cumulative\)")
 KEYS = ("entities", "entities_with_embedding", "relations", "triples")
 ORPHAN_GRACE_S = 30.0
@@ -292,7 +292,7 @@ def main() -> int:
         "issue": 15,
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "params": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "loader_command": "python tests/hash_cli.py loaders.cli "
+        "loader_command": "python tests/hash_cli.py talent_core "
         + " ".join(load_args(Path("KG.tsv"), args.batch_size))
         + "  (= talent load, hash:16 embedder)",
         "load_average_start": load_average(),

@@ -36,10 +36,10 @@ from tiny_llm import sample_candidate, tiny_llama
 
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.features import Features
-from talent_core.llm.lm import load_models
+from talent_core.llm.loading import load_models
 from talent_core.llm.models import add_lora, lora_config
-from talent_core.llm.train import train_generator, train_retriever
-from talent_core.llm.trainer import TrainConfig, run_training
+from talent_core.training.llm import train_generator, train_retriever
+from talent_core.training.trainer import TrainConfig, run_training
 
 log = logging.getLogger("gpu_check")
 
@@ -245,7 +245,7 @@ def graph_prompt_speed(arch: str, length: int, gc_on: bool, device: str, steps: 
     """Graph-prompt training step time and peak memory on a RANDOMLY INITIALISED model of a
     real architecture (30-node graphs of 384-d features, one soft token)."""
     from talent_core.llm import graph_prompt as gp
-    from talent_core.llm.graph_trainer import run_graph_training
+    from talent_core.training.graph_trainer import run_graph_training
 
     if device.startswith("cuda"):
         torch.cuda.empty_cache()

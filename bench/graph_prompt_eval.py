@@ -27,15 +27,16 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from benchio import load_average, write_json_atomic  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from talent_core.answer import kg_names  # noqa: E402
 from talent_core.config import get_settings  # noqa: E402
 from talent_core.embedding import get_embedder  # noqa: E402
+from talent_core.evaluation.metrics import hit_at_1  # noqa: E402
 from talent_core.llm.data import read_examples  # noqa: E402
 from talent_core.llm.generator import GeneratorModel  # noqa: E402
 from talent_core.llm.lm import LoadedLM  # noqa: E402
 from talent_core.llm.retriever import RetrieverModel  # noqa: E402
-from talent_core.llm.selections import collect_selections  # noqa: E402
-from talent_core.metrics import hit_at_1  # noqa: E402
-from talent_core.pipeline import bundled_adapters_dir, kg_names  # noqa: E402
+from talent_core.pipeline import bundled_adapters_dir  # noqa: E402
+from talent_core.training.selections import collect_selections  # noqa: E402
 
 
 def main() -> None:

@@ -24,14 +24,15 @@ from benchio import load_average, write_json_atomic  # noqa: E402
 
 from talent_core.config import get_settings  # noqa: E402
 from talent_core.embedding import get_embedder  # noqa: E402
+from talent_core.evaluation.latency import percentile  # noqa: E402
 from talent_core.llm import graph_prompt as gp  # noqa: E402
 from talent_core.llm.data import read_examples  # noqa: E402
 from talent_core.models import Selection  # noqa: E402
 
 
 def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, int(q * len(xs)))], 2)
+    """`talent_core.evaluation.latency.percentile` at q (0-1), 2 places."""
+    return round(percentile(xs, 100 * q) or 0.0, 2)
 
 
 def main() -> None:

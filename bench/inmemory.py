@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from talent_core.metrics import macro_average, retrieval_scores
+from talent_core.evaluation.latency import percentile
+from talent_core.evaluation.metrics import macro_average, retrieval_scores
 from talent_core.models import Edge
 from talent_core.questions import FORMAT_STOPWORDS, QARecord, read_questions
 from talent_core.store.memory import MemoryStore
@@ -225,7 +226,8 @@ def evaluate(
     *,
     baseline: bool = True,
 ) -> dict:
-    from talent_core.evaluate import score_answer, summarise
+    from talent_core.evaluation.runner import score_answer
+    from talent_core.evaluation.summary import summarise
     from talent_core.models import Answer
     from talent_core.retrieval import retrieve
 
@@ -255,8 +257,8 @@ def _percentiles(timings: Sequence[dict[str, float]]) -> dict[str, dict[str, flo
     for k in keys:
         vals = np.array([t[k] for t in timings if k in t])
         out[k] = {
-            "p50": float(np.percentile(vals, 50)),
-            "p95": float(np.percentile(vals, 95)),
+            "p50": float(percentile(vals, 50)),  # type: ignore[arg-type]
+            "p95": float(percentile(vals, 95)),  # type: ignore[arg-type]
             "mean": float(vals.mean()),
         }
     return out

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from talent_core.evaluate import summarise
+from talent_core.evaluation.summary import summarise
 
 ABLATIONS = (("full (trained retriever + generator)", "full"),  # label, rows file stem
              ("no retriever (S straight to the generator)", "noretriever"),

@@ -23,14 +23,19 @@ import json
 import sys
 from pathlib import Path
 
-from talent_core import report as rp
+from talent_core.evaluation.markdown import markdown
+from talent_core.evaluation.methods import METHODS, MODE_ORDER, project
+from talent_core.evaluation.plots import write_plots
+from talent_core.evaluation.runner import read_rows
+from talent_core.evaluation.summary import results
+from talent_core.evaluation.sweep import Sweep, sweep_points
 from talent_core.questions import read_questions
 
 
 def load(d: Path) -> tuple[dict, list[dict]]:
     rep = json.loads((d / "report.json").read_text(encoding="utf-8"))
     chash = rep["config"]["config_hash"]
-    rows = [r for r in rp.read_rows(d / "rows.jsonl") if r.get("config") == chash]
+    rows = [r for r in read_rows(d / "rows.jsonl") if r.get("config") == chash]
     if len(rows) != rep["run"]["rows"]:
         sys.exit(f"{d}: rows.jsonl holds {len(rows)} rows of this configuration, "
                  f"report.json says {rep['run']['rows']}")
@@ -94,20 +99,20 @@ def main() -> None:
         {"dir": str(d), "retrieval": rep["config"]["retrieval"], "limit": rep["config"]["limit"],
          "offset": rep["config"]["offset"]} for d, (rep, _) in zip(args.dirs, loaded,
                                                                     strict=True)]}
-    points = rp.sweep_points([rp.Sweep(s["name"], s["values"], s.get("dirs", {}))
+    points = sweep_points([Sweep(s["name"], s["values"], s.get("dirs", {}))
                               for s in base["config"]["sweeps"]])
-    merged["results"] = sorted(rp.results(rows), key=lambda g: (
-        methods.index(g["method"]), rp.MODE_ORDER.index(g["mode"]),
+    merged["results"] = sorted(results(rows), key=lambda g: (
+        methods.index(g["method"]), MODE_ORDER.index(g["mode"]),
         [points.index(p) for p in points
-         if rp.project(p, rp.METHODS[g["method"]], g["mode"]) == g["point"]][0]))
+         if project(p, METHODS[g["method"]], g["mode"]) == g["point"]][0]))
     merged["run"] = {"rows": len(rows), "computed": sum(r["run"]["computed"] for r, _ in loaded),
                      "resumed": sum(r["run"]["resumed"] for r, _ in loaded),
                      "questions": len(set(ids))}
     args.out.mkdir(parents=True, exist_ok=True)
-    merged["plots"] = rp.write_plots(merged, args.out, merged.get("reference_point", {}))
+    merged["plots"] = write_plots(merged, args.out, merged.get("reference_point", {}))
     (args.out / "report.json").write_text(json.dumps(merged, indent=1, ensure_ascii=False)
                                           + "\n", encoding="utf-8")
-    (args.out / "report.md").write_text(rp.markdown(merged), encoding="utf-8")
+    (args.out / "report.md").write_text(markdown(merged), encoding="utf-8")
     print(f"{len(rows)} rows over {len(set(ids))} questions -> {args.out}/report.md")
 
 

@@ -30,6 +30,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[3])
 import talent_core.embedding_numpy as en
 from talent_core.embedding import get_embedder
+from talent_core.evaluation.latency import percentile
 from talent_core.retrieval.relations import encode_question
 mode, n = sys.argv[1], int(sys.argv[2])
 if mode != "adaptive":
@@ -45,8 +46,8 @@ for q, r in zip(qs, rel):
     t = time.perf_counter()
     encode_question(emb, q, r)
     ms.append((time.perf_counter() - t) * 1000)
-print(json.dumps({"p50": round(float(np.percentile(ms, 50)), 2),
-                  "p95": round(float(np.percentile(ms, 95)), 2), "n": len(ms)}))
+print(json.dumps({"p50": round(percentile(ms, 50), 2),
+                  "p95": round(percentile(ms, 95), 2), "n": len(ms)}))
 """
 
 

@@ -52,6 +52,8 @@ if str(ROOT / "bench") not in sys.path:
 
 from benchio import load_average, write_json_atomic  # noqa: E402
 
+from talent_core.evaluation.latency import percentile as _percentile  # noqa: E402
+
 log = logging.getLogger("bench.soak")
 RESULTS = ROOT / "bench" / "results"
 GRAPH = "talent"
@@ -83,11 +85,10 @@ def expected_counts(triples: set[tuple[str, str, str]]) -> dict[str, int]:
     }
 
 
-def percentile(sorted_ms: list[float], q: float) -> float | None:
-    if not sorted_ms:
-        return None
-    i = min(len(sorted_ms) - 1, max(0, round(q / 100 * len(sorted_ms) + 0.5) - 1))
-    return round(sorted_ms[i], 2)  # nearest-rank
+def percentile(ms: list[float], q: float) -> float | None:
+    """`talent_core.evaluation.latency.percentile` (the reports' definition), 2 places."""
+    p = _percentile(ms, q)
+    return None if p is None else round(p, 2)
 
 
 def server_processes(data_dir: Path) -> list[dict]:
@@ -109,8 +110,8 @@ def loader_worker(args: argparse.Namespace) -> int:
     line per finished part on stdout."""
     from hash_embedder import HashEmbedder
 
-    from loaders.api import load_path
     from talent_core.config import Settings
+    from talent_core.loaders.api import load_path
     from talent_core.store.falkordb import FalkorDBStore
 
     settings = Settings(data_dir=args.data_dir, graph_name=GRAPH, store="embedded")
@@ -214,8 +215,8 @@ def soak(args: argparse.Namespace) -> dict:
     from synthetic_kg import generate
     from tqdm import tqdm
 
-    from loaders.api import load_path
     from talent_core.config import Settings
+    from talent_core.loaders.api import load_path
     from talent_core.store.falkordb import FalkorDBStore
     from talent_core.store.falkordb_server import EmbeddedServer
 

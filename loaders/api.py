@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from loaders import FORMATS
-from loaders.base import (
-    LoadError,
+from talent_core.config import Settings, get_settings
+from talent_core.errors import LoadError
+from talent_core.loaders import FORMATS
+from talent_core.loaders.base import (
     LoadOptions,
     LoadReport,
     Reader,
@@ -17,13 +18,12 @@ from loaders.base import (
     check_outputs,
     run_load,
 )
-from loaders.explagraphs import ExplaGraphsReader
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES
-from loaders.metaqa import MetaQAReader
-from loaders.ntriples import NTriplesReader
-from loaders.rog import open_rog
-from loaders.triples import TriplesReader, parse_columns, parse_delimiter
-from talent_core.config import Settings, get_settings
+from talent_core.loaders.explagraphs import ExplaGraphsReader
+from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES
+from talent_core.loaders.metaqa import MetaQAReader
+from talent_core.loaders.ntriples import NTriplesReader
+from talent_core.loaders.rog import open_rog
+from talent_core.loaders.triples import TriplesReader, parse_columns, parse_delimiter
 from talent_core.store.base import GraphStore
 
 log = logging.getLogger(__name__)
@@ -121,22 +121,12 @@ def open_reader(
 
 
 def load_path(
-    path: str | Path,
-    format: str | None = None,
-    *,
-    store: GraphStore | None = None,
-    embedder: TextEmbedder | None = None,
-    settings: Settings | None = None,
-    batch_size: int | None = None,
-    dataset: str | None = None,
-    delimiter: str | None = None,
-    columns: str | None = None,
-    split: str | None = None,
-    concepts: str = "example",
-    rdf_relations: str = "local",
-    embed_precision: str = "fp32",
-    embed_threads: int | None = None,
-    **options: Any,
+    path: str | Path, format: str | None = None, *,
+    store: GraphStore | None = None, embedder: TextEmbedder | None = None,
+    settings: Settings | None = None, batch_size: int | None = None,
+    dataset: str | None = None, delimiter: str | None = None, columns: str | None = None,
+    split: str | None = None, concepts: str = "example", rdf_relations: str = "local",
+    embed_precision: str = "fp32", embed_threads: int | None = None, **options: Any,
 ) -> LoadReport:
     """Load one input into the store (opened from `settings` when not given).
 
@@ -181,7 +171,7 @@ def load_path(
         check_outputs(opts, reader)
         if not opts.dry_run:
             if embedder is None:
-                from loaders.embedders import make_embedder
+                from talent_core.loaders.embedders import make_embedder
 
                 embedder = make_embedder(settings, embed_precision, threads=embed_threads)
             if store is None:

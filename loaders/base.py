@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loaders.errors import LoadError, OutputError
-from loaders.items import BadRow, Item, Reader, Record, Row
-from loaders.options import LoadOptions, LoadProgress, LoadReport, OnError, SelfLoops
-from loaders.validation import normalise_row, row_text, validate_row
-from loaders.writer import Prepared, ProgressBar, Writer, timed
 from talent_core.embedding import TextEmbedder
+from talent_core.errors import LoadError, OutputError
+from talent_core.loaders.items import BadRow, Item, Reader, Record, Row
+from talent_core.loaders.options import LoadOptions, LoadProgress, LoadReport, OnError, SelfLoops
+from talent_core.loaders.validation import normalise_row, row_text, validate_row
+from talent_core.loaders.writer import Prepared, ProgressBar, Writer, timed
 from talent_core.models import Edge
 from talent_core.store._common import make_private_dirs, owner_only
 from talent_core.store.base import GraphStore

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from talent_core.config import Settings
-from talent_core.embedding import available_cores
+from talent_core.embedding_common import available_cores
 
 log = logging.getLogger(__name__)
 

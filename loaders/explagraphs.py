@@ -22,25 +22,22 @@ prompt as `question`. An example whose graph does not parse is rejected whole.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from loaders.base import BadRow, Item, LoadError, Record, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, preview
-from loaders.lines import TextFileReader
-from talent_core.questions import LABELS, GraphSyntaxError, parse_graph
+from talent_core.errors import GraphSyntaxError, LoadError
+from talent_core.llm.explagraphs import example_id  # the one example id (reports, training)
+from talent_core.loaders.base import BadRow, Item, Record, Row
+from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, preview
+from talent_core.loaders.lines import TextFileReader
+from talent_core.questions import LABELS, parse_graph
 
 COLUMNS = ("arg1", "arg2", "label", "graph")
 QUESTION = (
     "Argument 1: {arg1}\nArgument 2: {arg2}\nQuestion: Do argument 1 and argument 2 support "
     "or counter each other? Answer in one word in the form of 'support' or 'counter'."
 )
-
-
-def example_id(arg1: str, arg2: str) -> str:
-    return "eg-" + hashlib.sha1(f"{arg1}\t{arg2}".encode()).hexdigest()[:12]
 
 
 class ExplaGraphsReader(TextFileReader):

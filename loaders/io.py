@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Self
 
-from loaders.errors import LoadError
+from talent_core.errors import LineError, LoadError, RecordTooLong
 
 DEFAULT_MAX_LINE_LENGTH = 1 << 20  # bytes; line-per-triple formats
 DEFAULT_MAX_RECORD_LENGTH = 256 << 20  # bytes; one RoG record (a whole question graph)
@@ -52,21 +52,6 @@ def _blank_run(buf: bytes, chars: bytes) -> tuple[int, int]:
     if not end:
         return 0, 0
     return end, buf.count(b"\n", 0, end)
-
-
-class LineError(Exception):
-    """A problem confined to one physical line (the source can continue after it)."""
-
-    def __init__(self, line: int, reason: str, raw: str):
-        super().__init__(f"line {line}: {reason}")
-        self.line = line
-        self.reason = reason
-        self.raw = raw
-
-
-class RecordTooLong(LineError):
-    """A multi-line record (a CSV quoted field spanning lines) passed the record bounds;
-    `line` is the record's first line."""
 
 
 def preview(data: bytes | str, limit: int = 200) -> str:

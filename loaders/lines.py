@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from loaders.base import BadRow, LoadError
-from loaders.io import DEFAULT_MAX_RECORD_LINES, LineError, LineSource, RecordTooLong, preview
+from talent_core.errors import LineError, LoadError, RecordTooLong
+from talent_core.loaders.base import BadRow, Item
+from talent_core.loaders.io import DEFAULT_MAX_RECORD_LINES, LineSource, preview
+
+
+def blank(text: str) -> bool:
+    """A line of white space only: not data."""
+    return not text.strip()
 
 
 class TextFileReader:
@@ -51,6 +57,17 @@ class TextFileReader:
                 yield BadRow(e.line, e.reason, e.raw)
                 continue
             yield self.src.line, text
+
+    def parsed_lines(
+        self, parse: Callable[[int, str], Iterable[Item]], skip: Callable[[str], bool]
+    ) -> Iterator[Item]:
+        """The items ``parse(line number, text)`` makes of every line but those ``skip``
+        passes over (not data), unreadable lines as BadRow."""
+        for item in self.lines():
+            if isinstance(item, BadRow):
+                yield item
+            elif not skip(item[1]):
+                yield from parse(*item)
 
     def csv_records(self, **fmt: object) -> Iterator[tuple[int, list[str], str] | BadRow]:
         """CSV records (fields may be quoted and span lines): (first line, fields, raw).

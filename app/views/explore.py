@@ -1,4 +1,4 @@
-"""Explore: find an entity by name (exact, fulltext and vector matches), show its
+"""Explore: find an entity by name (exact, fuzzy, fulltext and vector matches), show its
 neighbourhood as a graph and a table, filter by relation, double-click a node to add its
 neighbours, and carry the entity to Ask."""
 
@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app.common import (
+from talent_core.explore import EXPLORE_CAPS, find_entities, one_hop
+from talent_core.models import Entity
+from talent_core.ui.common import (
     default_pipeline,
     graph,
     graph_ids,
@@ -14,12 +16,8 @@ from app.common import (
     roles_present,
     store_caption,
 )
-from app.kg import Extra, find_entities, neighbourhood_elements, one_hop
-from app.safe import plain
-from talent_core.models import Entity
-from talent_core.store.base import ExpansionCaps
-
-CAPS = ExpansionCaps(fanout=50, max_nodes=80, max_edges=200)
+from talent_core.ui.kg import Extra, neighbourhood_elements
+from talent_core.ui.safe import error_line, plain
 
 
 def page() -> None:
@@ -34,24 +32,28 @@ def page() -> None:
         return
     with st.spinner("Searching (the first search loads the embedding model)…"):
         try:
-            found = find_entities(pipe.store, pipe.embedder, text, k=10)
+            cfg = pipe.retrieval
+            found = find_entities(pipe.store, pipe.embedder, text, k=10,
+                                  fuzzy_threshold=cfg.link_threshold  # type: ignore[attr-defined]
+                                  if cfg.fuzzy_link else None)  # type: ignore[attr-defined]
         except Exception as e:
-            st.error(plain(f"{type(e).__name__}: {e}"))
+            st.error(plain(error_line(e)))
             return
     if not found:
         st.warning(plain(f"No entity matches “{text}”."))
         return
-    labels = [f"{e.name}  ·  {how}" + (f" {score:.2f}" if score is not None else "")
-              + (f"  ·  id {e.id}" if e.id != e.name else "") for e, how, score in found]
+    labels = [f"{m.entity.name}  ·  {m.how}" + (f" {m.score:.2f}" if m.score is not None else "")
+              + (f"  ·  id {m.entity.id}" if m.entity.id != m.entity.name else "")
+              for m in found]
     i = st.selectbox("Matches", range(len(found)), format_func=lambda j: labels[j],
                      key="explore_pick")
-    entity: Entity = found[i or 0][0]
+    entity: Entity = found[i or 0].entity
     state = st.session_state.setdefault("explore", {})
     if state.get("centre") != entity.id:
         state.clear()
         state.update(centre=entity.id, extra=Extra())
     extra: Extra = state["extra"]
-    sub = one_hop(pipe.store, entity.id, CAPS)
+    sub = one_hop(pipe.store, entity.id, EXPLORE_CAPS)
     rels = sorted({e.rel for e in sub.edges} | {r for _, r, _ in extra.edges})
     c1, c2 = st.columns([3, 1])
     key, default = f"rels-{entity.id}", rels
@@ -74,8 +76,9 @@ def page() -> None:
     legend(roles_present(els), edges=False)
     clicked = graph(els, key=key, height=480)
     if clicked:
-        extra.add(one_hop(pipe.store, clicked))
-        extra.expanded.append(clicked)
+        added, more = extra.expand(pipe.store, clicked)
+        st.toast(f"{added} nodes/edges added" + ("; double-click it again for more" if more
+                                                  else ""))
         st.rerun()
     names = {n.id: n.name for n in [*sub.nodes, *extra.nodes.values()]}
     rows = [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}

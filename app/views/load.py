@@ -23,9 +23,9 @@ from typing import Any
 
 import streamlit as st
 
-from app.common import default_pipeline, run_with_progress, store_caption
-from app.safe import plain, upload_path
 from talent_core.config import get_settings
+from talent_core.ui.common import default_pipeline, run_with_progress, store_caption
+from talent_core.ui.safe import plain, upload_path
 
 AUTO = "auto (from the file name)"
 JOB = "_load_job"  # the session state's running load
@@ -55,8 +55,8 @@ def count_lines(path: Path, max_bytes: int | None = None,
 
 def guess_format(name: str) -> tuple[str | None, str]:
     """(format, why) from an upload's name, with the loaders' own rule."""
-    from loaders.api import detect_format
-    from loaders.base import LoadError
+    from talent_core.errors import LoadError
+    from talent_core.loaders.api import detect_format
 
     try:
         return detect_format(name), "detected from the file name"
@@ -160,7 +160,7 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
     """Draw the job's progress (with its Cancel button) until it ends, then its outcome
     (and, with ``caption``, the sidebar's store line); the temporary folder goes once the
     outcome is shown."""
-    from loaders.base import LoadError
+    from talent_core.errors import LoadError
 
     slot = st.empty()
     if slot.button("Cancel the load", key="cancel_load", disabled=job.cancel.is_set(),
@@ -207,7 +207,7 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
 
 
 def page() -> None:
-    from loaders import FORMATS
+    from talent_core.loaders import FORMATS
 
     st.title("Load data")
     pipe = default_pipeline()

@@ -10,15 +10,16 @@ Modules (one concern each; the first seven are pure and need no model):
   features   prompt + target tokenised together, weighted, truncated to fit
   data       TrainingExample records (JSONL)
   models     base model loading (SmolLM2 GGUF alias), LoRA, adapter save/load + metadata
-  lm         LoadedLM (one base model, several named adapters), Role, load_models
+  lm         LoadedLM (one base model, several named adapters), Role
   ranking    ranked decoding: candidate names scored over one KV-cached prompt
   retriever  RetrieverModel.select / rank (free or ranked V-hat)
   generator  GeneratorModel.context / rank / answer
-  trainer    TrainConfig and the loop on transformers.Trainer (checkpoints, resume, seeds)
-  selections the retriever's selections for generator training, cached
-  train      train_retriever / train_generator: examples -> features -> loop -> adapter
+  loading    load_models: both roles on one base model
+  graph_prompt  G-Retriever's graph soft prompt (its torch module: gnn, imported when used)
   explagraphs  ExplaGraphs records and LLM pseudo-gold annotation (Appendix A.2)
-  cli        typer command functions (train retriever / generator, annotate-explagraphs)
+
+Training (the loops, their data, ranked-decoding tuning) is in `talent_core.training`; the
+commands in `talent_core.commands`.
 
 Nothing heavy (torch, transformers) is imported by importing this package.
 """

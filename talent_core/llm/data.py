@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
+from talent_core.errors import DataError
 from talent_core.models import Candidate
 
 
@@ -27,10 +28,6 @@ class TrainingExample(BaseModel):
     @property
     def retriever_gold(self) -> list[str]:
         return self.gold_nodes if self.gold_nodes is not None else self.answers
-
-
-class DataError(ValueError):
-    """A bad input record: the message names the file and line."""
 
 
 def read_examples(path: Path | str) -> list[TrainingExample]:

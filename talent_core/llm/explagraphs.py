@@ -23,14 +23,21 @@ from typing import Any
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
+from talent_core.errors import DataError
 from talent_core.llm.context import candidate_view
-from talent_core.llm.data import DataError, TrainingExample
+from talent_core.llm.data import TrainingExample
 from talent_core.llm.parsing import parse_selection
 from talent_core.llm.prompts import annotator_prompt, explagraphs_question
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
 from talent_core.questions import LABELS, parse_graph
 
 log = logging.getLogger(__name__)
+
+
+def example_id(arg1: str, arg2: str) -> str:
+    """An example's id everywhere (store, training examples, reports): ``eg-`` + 12 hex digits
+    of SHA-1 over the stripped ``arg1 TAB arg2`` (an identical argument pair is one example)."""
+    return "eg-" + hashlib.sha1(f"{arg1.strip()}\t{arg2.strip()}".encode()).hexdigest()[:12]
 
 
 class ExplaGraphsRecord(BaseModel):
@@ -44,7 +51,12 @@ class ExplaGraphsRecord(BaseModel):
     def question(self) -> str:
         return explagraphs_question(self.arg1, self.arg2)
 
+    @property
+    def id(self) -> str:
+        return example_id(self.arg1, self.arg2)
+
     def key(self) -> str:
+        """A hash of the example's content (the annotation cache's key)."""
         text = json.dumps([self.arg1, self.arg2, self.label, self.triples])
         return hashlib.sha1(text.encode()).hexdigest()
 
@@ -90,7 +102,7 @@ def to_example(record: ExplaGraphsRecord, gold_nodes: Sequence[str] | None) -> T
     return TrainingExample(question=record.question, candidate=to_candidate(record),
                            answers=[record.label],
                            gold_nodes=list(gold_nodes) if gold_nodes is not None else None,
-                           id=record.key())
+                           id=record.id)
 
 
 class Annotation(BaseModel):

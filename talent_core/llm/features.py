@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from talent_core.errors import PromptTooLong
 from talent_core.llm.context import (
     GraphView,
     fit_largest,
@@ -37,10 +38,6 @@ from talent_core.llm.targets import TargetLine, generator_target, retriever_targ
 from talent_core.models import Candidate, Selection
 
 log = logging.getLogger(__name__)
-
-
-class PromptTooLong(ValueError):
-    """Even with every graph row dropped, the prompt (and target) exceeds the budget."""
 
 
 @dataclass(frozen=True)
@@ -276,13 +273,8 @@ def _rank_features(tokenizer: Any, rendered: Rendered, view: GraphView,
 
 
 def retriever_inference_prompt(
-    tokenizer: Any,
-    question: str,
-    candidate: Candidate,
-    budget: int,
-    task: Task = "kgqa",
-    model_name: str | None = None,
-    style: PromptStyle = "paper",
+    tokenizer: Any, question: str, candidate: Candidate, budget: int, task: Task = "kgqa",
+    model_name: str | None = None, style: PromptStyle = "paper",
 ) -> tuple[Rendered, GraphView]:
     """The E.1 prompt for S, rows dropped to fit ``budget`` tokens."""
 

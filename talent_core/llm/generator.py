@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from talent_core.config import GENERATOR_MAX_NEW_TOKENS
 from talent_core.llm.context import GraphView, generator_view
 from talent_core.llm.features import fit_generator_view
 from talent_core.llm.graph_prompt import (
@@ -36,7 +37,7 @@ class GeneratorModel(Role):
     ``text_budget`` overrides the adapter's limit on graph-row tokens (0: graph only)."""
 
     def __init__(self, lm: LoadedLM, adapter: str | None = "generator", task: Task | None = None,
-                 max_new_tokens: int = 128, max_length: int | None = None,
+                 max_new_tokens: int = GENERATOR_MAX_NEW_TOKENS, max_length: int | None = None,
                  include_endpoints: bool | None = None,
                  embed: Callable[[list[str]], np.ndarray] | None = None,
                  text_budget: int | None = None, store: VectorSource | None = None):

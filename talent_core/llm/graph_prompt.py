@@ -13,7 +13,7 @@ mechanism.
   of its name), edge feature = the store's vector of its relation (of the relation's name);
   names outside the KG, and everything in training, are embedded with the same model and
   text, which gives the same vectors.
-* Encoder (`GraphPrompt`): ``layers`` x TransformerConv (torch_geometric; edge features in
+* Encoder (`gnn.GraphPrompt`): ``layers`` x TransformerConv (torch_geometric; edge features in
   the attention, ``heads`` heads concatenated) with LayerNorm + ReLU between layers, mean
   pooling over nodes, then G-Retriever's projector Linear -> Sigmoid -> Linear to
   ``tokens`` x the LLM hidden size.
@@ -155,61 +155,11 @@ def graph_tensors(graph: GraphInput, embed: Callable[[list[str]], np.ndarray],
 # --- the encoder -----------------------------------------------------------------------
 
 
-def _module_class() -> type:
-    """`GraphPrompt` is built lazily: torch and torch_geometric are slow imports and the
-    CLI commands that do not answer questions should not pay them."""
-    import warnings
-
-    import torch
-    from torch import nn
-
-    with warnings.catch_warnings():  # its own internals (torch.jit.script, .distributed)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from torch_geometric.nn import TransformerConv
-
-    class _GraphPrompt(nn.Module):
-        def __init__(self, config: GraphPromptConfig):
-            super().__init__()
-            c = config
-            if c.hidden % c.heads:
-                raise ValueError(f"hidden ({c.hidden}) must be a multiple of heads ({c.heads})")
-            self.config = c
-            dims = [c.in_dim] + [c.hidden] * c.layers
-            self.convs = nn.ModuleList(
-                TransformerConv(dims[i], c.hidden // c.heads, heads=c.heads, concat=True,
-                                edge_dim=c.in_dim, dropout=c.dropout)
-                for i in range(c.layers)
-            )
-            self.norms = nn.ModuleList(nn.LayerNorm(c.hidden) for _ in range(c.layers - 1))
-            self.projector = nn.Sequential(
-                nn.Linear(c.hidden, c.proj_hidden), nn.Sigmoid(),
-                nn.Linear(c.proj_hidden, c.tokens * c.llm_hidden),
-            )
-
-        def encode(self, x: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
-                   ) -> torch.Tensor:
-            """Mean-pooled graph vector (hidden,); zeros for a graph without nodes."""
-            if x.shape[0] == 0:
-                return torch.zeros(self.config.hidden, device=x.device)
-            h = x
-            for i, conv in enumerate(self.convs):
-                h = conv(h, edge_index, edge_attr)
-                if i < len(self.norms):
-                    h = torch.relu(self.norms[i](h))
-            return h.mean(dim=0)
-
-        def forward(self, x: torch.Tensor, edge_index: torch.Tensor, edge_attr: torch.Tensor
-                    ) -> torch.Tensor:
-            """The soft tokens, (tokens, llm_hidden)."""
-            z = self.projector(self.encode(x, edge_index, edge_attr))
-            return z.view(self.config.tokens, self.config.llm_hidden)
-
-    return _GraphPrompt
-
-
 def build(config: GraphPromptConfig) -> Any:
-    """A freshly initialised graph prompt module."""
-    return _module_class()(config)
+    """A freshly initialised graph prompt module (`gnn.GraphPrompt`)."""
+    from talent_core.llm.gnn import GraphPrompt  # torch + torch_geometric: only when used
+
+    return GraphPrompt(config)
 
 
 def save(module: Any, out_dir: Path) -> None:

@@ -5,7 +5,7 @@ multi-adapter); `retriever.RetrieverModel` and `generator.GeneratorModel` are `R
 switch to their adapter (or disable adapters: the frozen base model, the paper's "frozen
 retriever" ablation). Decoding is greedy (free) or ranked (`ranking`).
 
-Typical use (what the pipeline does)::
+Typical use (what the pipeline does; `loading.load_models` builds both roles)::
 
     retriever, generator = load_models(base_model, retriever_dir, generator_dir, settings)
     selection = retriever.select(question, candidate, lookup=kg_lookup, decode="ranked")
@@ -21,17 +21,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from talent_core.config import Settings, get_settings
-from talent_core.llm.models import AdapterMeta, load_adapter, load_base, read_meta
+from talent_core.llm.models import AdapterMeta, load_adapter, load_base
 from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import Scored, continuation_scores, scoring_inputs, select_top
 from talent_core.llm.threads import torch_threads
-
-if TYPE_CHECKING:
-    from talent_core.llm.generator import GeneratorModel
-    from talent_core.llm.retriever import RetrieverModel
 
 log = logging.getLogger(__name__)
 
@@ -196,39 +192,3 @@ class Role:
     @property
     def frozen(self) -> bool:
         return self.adapter is None
-
-
-def load_models(
-    base_model: str | None = None,
-    retriever_dir: Path | None = None,
-    generator_dir: Path | None = None,
-    settings: Settings | None = None,
-    device: str | None = None,
-    retriever_max_new_tokens: int = 256,
-    generator_max_new_tokens: int = 128,
-    embed: Callable[[list[str]], Any] | None = None,
-    on_stage: Stage | None = None,
-    store: Any = None,
-) -> tuple[RetrieverModel, GeneratorModel]:
-    """Both models on ONE base model. A missing adapter means the frozen base model.
-    ``base_model`` defaults to the adapters' base (they must agree), then to settings.
-    ``embed``: the store's embedding function (a graph-prompt generator needs it);
-    ``store``: where it reads the stored vectors of KG nodes and relations."""
-    from talent_core.llm.generator import GeneratorModel
-    from talent_core.llm.retriever import RetrieverModel
-
-    metas = [read_meta(d) for d in (retriever_dir, generator_dir) if d is not None]
-    if base_model is None and metas:
-        base_model = metas[0].base_model
-    adapters: dict[str, Path] = {}
-    if retriever_dir is not None:
-        adapters["retriever"] = Path(retriever_dir)
-    if generator_dir is not None:
-        adapters["generator"] = Path(generator_dir)
-    lm = LoadedLM(base_model, adapters, settings, device, on_stage)
-    task = next((m.task for m in metas), None)
-    retriever = RetrieverModel(lm, "retriever" if retriever_dir else None, task,
-                               retriever_max_new_tokens)
-    generator = GeneratorModel(lm, "generator" if generator_dir else None, task,
-                               generator_max_new_tokens, embed=embed, store=store)
-    return retriever, generator

@@ -10,12 +10,8 @@ therefore weighted by what it actually covers in the sequence the model is train
 
 End of list: eq. 13 gives the EOS token weight 0 ("otherwise"), so nothing would teach the
 model where the list stops. We give the EOS token after the target line its own weight,
-``eos_weight`` (`train.TrainConfig.eos_weight`, default 1.0; 0 is eq. 13 literally).
-Measured (SmolLM2-135M, 60 MetaQA 1-hop questions, lr 5e-4 probe, 20 held-out questions):
-with weight 1.0 every output ended with EOS after its line (0/20 hit max_new_tokens=128);
-with weight ~0 (lambda) 10/20 ran on past the line ("debtocracy\n\nWhat is the answer
-...") to the token limit, 3.8x the decoding time. Output size after parsing was 1.0 name
-in both; the frozen base model named 0.8 names (11/20 truncated).
+``eos_weight`` (`train.TrainConfig.eos_weight`, default 1.0; 0 is eq. 13 literally):
+without it a trained model tends to run on past its line to the token limit.
 
 Ranking loss (generator; beyond the paper, ``TrainConfig.rank_weight``, 0 = eq. 15 alone).
 Ranked decoding picks the answer by each context name's log-likelihood as the first item of

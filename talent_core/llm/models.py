@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from talent_core.config import Settings, get_settings
+from talent_core.errors import BaseModelMismatch
 from talent_core.llm.prompts import PromptStyle
 
 log = logging.getLogger(__name__)
@@ -42,10 +43,6 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 META_FILE = "talent_meta.json"
 DEFAULT_LORA_TARGETS = "q_proj,v_proj"
-
-
-class BaseModelMismatch(ValueError):
-    """An adapter was trained on another base model than the one it is loaded onto."""
 
 
 # --- base model ------------------------------------------------------------------------
@@ -83,7 +80,7 @@ def convert_gguf(gguf_path: Path, out_dir: Path) -> Path:
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("first use: converting %s to safetensors in %s (once, ~30 s; cached)",
+    log.warning("first use: converting %s to safetensors in %s (once; cached)",
                 gguf_path.name, out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
     try:

@@ -26,10 +26,9 @@ from jinja2 import TemplateError
 log = logging.getLogger(__name__)
 
 Task = Literal["kgqa", "label"]
-# "paper": the Appendix E.1 / E.2 texts (~210 instruction tokens). "compact": one-sentence
-# instructions with the same output format (~30 tokens): a deviation that cuts a CPU training
-# example by ~30 %. An adapter records the style it was trained with and is always
-# prompted with it (`AdapterMeta.prompt_style`).
+# "paper": the Appendix E.1 / E.2 texts. "compact": one-sentence instructions with the same
+# output format: a deviation that makes a CPU training example cheaper. An adapter records
+# the style it was trained with and is always prompted with it (`AdapterMeta.prompt_style`).
 # "named": the compact instructions, and the graph written with names instead of local ids
 # (`GraphView.text`): edge rows read ``repo men,release_year,2010``, so a small model need not
 # look an id up in the node table (another deviation; the paper's CSV uses ids).
@@ -43,31 +42,45 @@ Your ENTIRE reply must be EXACTLY ONE SINGLE LINE like:
 name1|name2|name3
 If you output anything other than the single pipe-separated line, the answer is invalid."""
 
-# --- E.1 retriever -------------------------------------------------------------------------
-
-RETRIEVER_SYSTEM = f"""You are an entity retriever for KGQA.
-Your job is to SELECT CANDIDATE ENTITIES FROM THE SUBGRAPH that would help an answerer \
-solve the question.
-CRITICAL CONSTRAINTS:
-- Return lowercase names only.
-- Select the most relevant nodes from the subgraph for answering the question.
+def _retriever_system(intro: str, items: str) -> str:
+    """An E.1 system text: ``intro`` (the role, what to select, the constraints), then the
+    return format and the hard rules about ``items`` names (one text for both tasks)."""
+    return f"""{intro}
 
 {_FORMAT}
 
 Hard rules:
 - Output EXACTLY one line; no greetings, no explanations, no extra words.
-- The line must contain ONLY lowercase entity names separated by '|' (no labels like \
+- The line must contain ONLY lowercase {items} names separated by '|' (no labels like \
 'Output:').
 - Keep spaces inside names; DO NOT add spaces around '|'.
 - DO NOT output placeholders like A/B/C/unknown."""
 
-RETRIEVER_USER = """Question:
-{question}
 
-Subgraph (CSV between <DESC> tags):
-{graph}
+def _user(graph: str, ask: str) -> str:
+    """A user template (``{question}`` and ``{graph}`` left to fill): the question, the graph
+    (``graph`` names it) and the closing request ``ask``."""
+    return f"""Question:
+{{question}}
 
-Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators. Nothing else."""
+{graph} (CSV between <DESC> tags):
+{{graph}}
+
+Now output {ask} Nothing else."""
+
+
+_ONE_LINE = "EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators."
+
+# --- E.1 retriever -------------------------------------------------------------------------
+
+RETRIEVER_SYSTEM = _retriever_system("""You are an entity retriever for KGQA.
+Your job is to SELECT CANDIDATE ENTITIES FROM THE SUBGRAPH that would help an answerer \
+solve the question.
+CRITICAL CONSTRAINTS:
+- Return lowercase names only.
+- Select the most relevant nodes from the subgraph for answering the question.""", "entity")
+
+RETRIEVER_USER = _user("Subgraph", _ONE_LINE)
 
 # --- E.2 generator -------------------------------------------------------------------------
 
@@ -88,40 +101,19 @@ Otherwise, output a single name.
 - Keep spaces inside names; DO NOT add spaces around '|'.
 - DO NOT output placeholders (A/B/C/unknown)."""
 
-GENERATOR_USER = """Question:
-{question}
-
-Subgraph (CSV between <DESC> tags):
-{graph}
-
-Now output ONLY the final answer entity name(s) as EXACTLY ONE SINGLE LOWERCASE LINE with \
-'|' separators. Nothing else."""
+GENERATOR_USER = _user("Subgraph", f"ONLY the final answer entity name(s) as {_ONE_LINE}")
 
 # --- label task (ExplaGraphs): E.1 / E.2 adapted -------------------------------------------
 
-LABEL_RETRIEVER_SYSTEM = f"""You are a node retriever for argument stance prediction.
+LABEL_RETRIEVER_SYSTEM = _retriever_system("""You are a node retriever for argument stance \
+prediction.
 Your job is to SELECT NODES FROM THE EXPLANATION GRAPH that would help decide whether the \
 two arguments support or counter each other.
 CRITICAL CONSTRAINTS:
 - Return lowercase names only.
-- Select the most relevant nodes from the graph for deciding the stance.
+- Select the most relevant nodes from the graph for deciding the stance.""", "node")
 
-{_FORMAT}
-
-Hard rules:
-- Output EXACTLY one line; no greetings, no explanations, no extra words.
-- The line must contain ONLY lowercase node names separated by '|' (no labels like \
-'Output:').
-- Keep spaces inside names; DO NOT add spaces around '|'.
-- DO NOT output placeholders like A/B/C/unknown."""
-
-LABEL_RETRIEVER_USER = """Question:
-{question}
-
-Graph (CSV between <DESC> tags):
-{graph}
-
-Now output EXACTLY ONE SINGLE LOWERCASE LINE with '|' separators. Nothing else."""
+LABEL_RETRIEVER_USER = _user("Graph", _ONE_LINE)
 
 LABEL_GENERATOR_SYSTEM = """You are a stance classifier for pairs of arguments.
 PRIMARY GOAL: decide whether argument 1 and argument 2 support or counter each other.
@@ -134,13 +126,7 @@ Guidelines:
 - No greetings, no explanations, no labels (e.g., 'Answer:').
 - DO NOT output placeholders (A/B/C/unknown)."""
 
-LABEL_GENERATOR_USER = """Question:
-{question}
-
-Graph (CSV between <DESC> tags):
-{graph}
-
-Now output EXACTLY ONE WORD, support or counter. Nothing else."""
+LABEL_GENERATOR_USER = _user("Graph", "EXACTLY ONE WORD, support or counter.")
 
 # --- Appendix A.2: pseudo-gold node annotation for ExplaGraphs ----------------------------
 
@@ -232,21 +218,41 @@ def render_chat(
     return Rendered(str(text), "")
 
 
-def retriever_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[str, str]:
-    """(system, user template with {question} and {graph})."""
+# the paper's texts (E.1 / E.2 and their label-task adaptations): (role, task) -> (system,
+# user template)
+PAPER: dict[tuple[str, str], tuple[str, str]] = {
+    ("retriever", "kgqa"): (RETRIEVER_SYSTEM, RETRIEVER_USER),
+    ("retriever", "label"): (LABEL_RETRIEVER_SYSTEM, LABEL_RETRIEVER_USER),
+    ("generator", "kgqa"): (GENERATOR_SYSTEM, GENERATOR_USER),
+    ("generator", "label"): (LABEL_GENERATOR_SYSTEM, LABEL_GENERATOR_USER),
+}
+
+
+def _texts(role: str, task: Task, style: PromptStyle) -> tuple[str, str]:
+    """(system, user template with {question} and {graph}) of ``role`` for a task and style."""
     if style != "paper":
-        return COMPACT[("retriever", task)], _COMPACT_USER
-    if task == "label":
-        return LABEL_RETRIEVER_SYSTEM, LABEL_RETRIEVER_USER
-    return RETRIEVER_SYSTEM, RETRIEVER_USER
+        return COMPACT[(role, task)], _COMPACT_USER
+    return PAPER[(role, task)]
+
+
+def retriever_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[str, str]:
+    """The retriever's (system, user template with {question} and {graph})."""
+    return _texts("retriever", task, style)
 
 
 def generator_texts(task: Task = "kgqa", style: PromptStyle = "paper") -> tuple[str, str]:
-    if style != "paper":
-        return COMPACT[("generator", task)], _COMPACT_USER
-    if task == "label":
-        return LABEL_GENERATOR_SYSTEM, LABEL_GENERATOR_USER
-    return GENERATOR_SYSTEM, GENERATOR_USER
+    """The generator's (system, user template with {question} and {graph})."""
+    return _texts("generator", task, style)
+
+
+def _render(
+    texts: tuple[str, str], tokenizer: Any, question: str, graph_csv: str, model_name: str | None
+) -> Rendered:
+    """(system, user template) with the question and the graph CSV filled in, rendered."""
+    system, user = texts
+    return render_chat(
+        tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
+    )
 
 
 def retriever_prompt(
@@ -254,10 +260,7 @@ def retriever_prompt(
     model_name: str | None = None, style: PromptStyle = "paper",
 ) -> Rendered:
     """E.1: the question and S as CSV inside <DESC> (``graph_csv`` includes the tags)."""
-    system, user = retriever_texts(task, style)
-    return render_chat(
-        tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
-    )
+    return _render(retriever_texts(task, style), tokenizer, question, graph_csv, model_name)
 
 
 def generator_prompt(
@@ -265,10 +268,7 @@ def generator_prompt(
     model_name: str | None = None, style: PromptStyle = "paper",
 ) -> Rendered:
     """E.2: the question and the selected evidence (V-hat, E-hat) as CSV inside <DESC>."""
-    system, user = generator_texts(task, style)
-    return render_chat(
-        tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
-    )
+    return _render(generator_texts(task, style), tokenizer, question, graph_csv, model_name)
 
 
 def annotator_prompt(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from talent_core.config import RETRIEVER_MAX_NEW_TOKENS
 from talent_core.llm.context import GraphView
 from talent_core.llm.features import retriever_inference_prompt
 from talent_core.llm.lm import LoadedLM, Role
@@ -19,7 +20,8 @@ class RetrieverModel(Role):
     """R_theta: question + S -> `Selection` (names of S, out-of-S names grounded)."""
 
     def __init__(self, lm: LoadedLM, adapter: str | None = "retriever", task: Task | None = None,
-                 max_new_tokens: int = 256, max_length: int | None = None):
+                 max_new_tokens: int = RETRIEVER_MAX_NEW_TOKENS,
+                 max_length: int | None = None):
         super().__init__(lm, adapter, task, max_new_tokens, max_length)
 
     def prompt(self, question: str, candidate: Candidate) -> tuple[Rendered, GraphView]:

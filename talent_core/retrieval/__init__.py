@@ -1,10 +1,11 @@
-"""Candidate subgraph retrieval (TaLenT §2.2 / G-Retriever): `candidate.retrieve` orchestrates
-question -> seeds -> neighbourhood -> prizes -> PCST -> Candidate; `config.RetrievalConfig`
-holds its knobs."""
+"""Candidate subgraph retrieval: `candidate.retrieve` runs question -> seeds -> a registered
+retriever (`registry`, one plug-in module each under `retrievers/`) -> Candidate;
+`config.RetrievalConfig` holds every knob."""
 
 from talent_core.retrieval.candidate import question_encoding, retrieve
-from talent_core.retrieval.config import PrizeRule, RetrievalConfig
+from talent_core.retrieval.config import RetrievalConfig
 from talent_core.retrieval.relations import QuestionEncoding
+from talent_core.retrieval.retrievers.pcst import PrizeRule
 
 __all__ = [
     "PrizeRule",

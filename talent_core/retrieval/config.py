@@ -1,119 +1,80 @@
-"""`RetrievalConfig`: every knob of candidate retrieval."""
+"""`RetrievalConfig`: every knob of candidate retrieval in one flat model, joined from the
+shared settings (`settings.SharedSettings`) and each registered retriever's own settings
+(`registry`), so a retriever's settings are CLI flags and override names like any other."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
-from talent_core.store.base import HUB_SCAN, ExpansionCaps
-from talent_core.store.base import MAX_HOPS as STORE_MAX_HOPS
+from talent_core.errors import RetrievalSettingsError
+from talent_core.retrieval import registry
+from talent_core.retrieval.plugin import Control
+from talent_core.retrieval.settings import MAX_HOPS, MIN_HOPS, SharedSettings, bounds
+from talent_core.store.base import ExpansionCaps
 
-PrizeRule = Literal["default", "paper"]
-Method = Literal["pcst", "subgraphrag", "grag", "vector"]
+__all__ = ["MAX_HOPS", "METHOD_FIELDS", "MIN_HOPS", "SIZE_FIELD", "Method", "RetrievalConfig",
+           "RetrievalSettingsError", "apply_overrides", "field_bounds", "foreign_fields",
+           "ui_controls"]
+
+Method = Literal[registry.names()]  # type: ignore[valid-type]
+
+# The settings' order before the registry (--help and messages list them so); a setting not
+# named here (a new retriever's) follows in registry order.
+_ORDER = ("k_nodes", "k_edges", "beam", "hops", "edge_cost", "prizes", "fanout", "hub_scan",
+          "max_nodes", "max_edges", "path_frontier", "extend", "node_sim_share", "top_triples",
+          "scorer", "ego_hops", "top_egos", "prune", "k_seed", "vector_anchors", "name_match",
+          "fulltext_k", "stopwords")
 
 
-class RetrievalConfig(BaseModel):
-    """Every knob of candidate retrieval (defaults: the paper's k_v = k_e = 10, c = 0.5)."""
+def _same(a: FieldInfo, b: FieldInfo) -> bool:
+    """Two retrievers may share a setting (vector and pcst: k_nodes) if they agree on it."""
+    return (a.annotation, a.default, a.default_factory, repr(a.metadata)) == (
+        b.annotation, b.default, b.default_factory, repr(b.metadata))
 
+
+def _fields() -> dict[str, Any]:
+    """method + the shared settings + every retriever's own, as create_model takes them."""
+    found: dict[str, FieldInfo] = dict(SharedSettings.model_fields)
+    for r in registry.retrievers():
+        for name, info in r.settings.model_fields.items():
+            if name == "method" or name in SharedSettings.model_fields:
+                raise TypeError(f"retriever {r.name}: setting {name!r} is a shared one")
+            if name in found and not _same(found[name], info):
+                raise TypeError(f"retriever {r.name}: setting {name!r} differs from another "
+                                "retriever's of that name")
+            found.setdefault(name, info)  # the first retriever's description stays
+    order = [n for n in _ORDER if n in found] + [n for n in found if n not in _ORDER]
+    method = Field(registry.names()[0], description="retriever: " + "; ".join(
+        f"{r.name} = {r.summary}" for r in registry.retrievers()))
+    return {"method": (Method, method),
+            **{n: (found[n].annotation, found[n]) for n in order}}
+
+
+class _Base(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-    method: Method = Field(
-        "pcst", description="retriever: pcst = TaLenT/G-Retriever's candidate S (prize rule "
-        "--prizes); subgraphrag = SubgraphRAG's MLP triple scorer, top --top-triples triples; "
-        "grag = GRAG's ranked ego-graphs, soft-pruned; vector = top --k-nodes entities by "
-        "question-to-name cosine"
-    )
-    k_nodes: int = Field(
-        10, ge=0, description="both rules: k_v, prized nodes (paper: by question-to-name "
-        "cosine; default: over the ranked relation paths)"
-    )
-    k_edges: int = Field(
-        10, ge=0, description="paper rule: k_e, the top-k_e edges by question-to-relation cosine "
-        "get prizes"
-    )
-    beam: int = Field(
-        10, ge=1, description="default rule: relation paths kept per depth of the question-aware "
-        "expansion"
-    )
-    hops: int = Field(
-        3, ge=1, le=STORE_MAX_HOPS, description="both rules: expansion depth from the anchors "
-        "(MetaQA asks up to 3 hops; the bundled adapters were trained on hops-3 candidates)"
-    )
-    edge_cost: float = Field(0.5, ge=0, description="both rules: PCST cost c per edge")
-    prizes: PrizeRule = Field(
-        "default", description="prize rule: default = relation paths, paper = G-Retriever's"
-    )
-    fanout: int = Field(100, ge=1, description="both rules: edges followed per node and hop")
-    hub_scan: int = Field(
-        HUB_SCAN, ge=1, description="both rules: edges a database store reads per node and hop "
-        "before choosing the fanout by key (a hub's cost; store/expand.py)"
-    )
-    max_nodes: int = Field(3000, ge=1, description="both rules: node cap of the neighbourhood")
-    max_edges: int = Field(10000, ge=1, description="both rules: edge cap of the neighbourhood")
-    path_frontier: int = Field(
-        16, ge=0, description="default rule: ends of one relation path expanded further (0: all)"
-    )
-    extend: int = Field(
-        4, ge=0, description="default rule: best path types extended to the next depth (0: all)"
-    )
-    node_sim_share: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="default rule: round(share * k_nodes) extra node prizes "
-        "k - rank by question-to-name cosine (the paper's node prizes) over the path graph",
-    )
-    top_triples: int = Field(
-        100, ge=1, description="subgraphrag: K, the top-K scored triples kept (the paper: "
-        "50/100/200)"
-    )
-    scorer: str | None = Field(
-        None, description="subgraphrag: a scorer checkpoint (`talent train subgraphrag`); "
-        "default: the one bundled for the embedder"
-    )
-    ego_hops: int = Field(
-        2, ge=1, le=STORE_MAX_HOPS, description="grag: K, the radius of the ego-graph of "
-        "every node of the anchors' --hops region (the paper's code: 2)"
-    )
-    top_egos: int = Field(
-        10, ge=1, description="grag: N, the top-N ego-graphs by question cosine merged "
-        "(the paper's code: 10)"
-    )
-    prune: float = Field(
-        0.1, description="grag: soft-pruning gate on question cosine: an edge stays when its "
-        "relation or both its ends reach it, then only what stays connected to an ego centre "
-        "(<= 0: no pruning)"
-    )
-    k_seed: int = Field(5, ge=0, description="seeds: vector seed entities")
-    vector_anchors: int = Field(
-        1, ge=1, description="seeds: vector/fulltext seeds that anchor when no topic or name "
-        "match exists"
-    )
-    name_match: bool = Field(True, description="seeds: exact name matches of question spans")
-    fulltext_k: int = Field(3, ge=0, description="seeds: fulltext name matches")
-    stopwords: list[str] = Field(
-        default_factory=list, description="seeds: a dataset's domain words that one-word "
-        "question spans never match as names (besides generic English; questions.py)"
-    )
 
     def caps(self) -> ExpansionCaps:
         """The neighbourhood caps handed to the store's expansion."""
-        return ExpansionCaps(fanout=self.fanout, max_nodes=self.max_nodes,
-                             max_edges=self.max_edges, hub_scan=self.hub_scan)
+        return ExpansionCaps(fanout=self.fanout, max_nodes=self.max_nodes,  # type: ignore[attr-defined]
+                             max_edges=self.max_edges, hub_scan=self.hub_scan)  # type: ignore[attr-defined]
 
+
+RetrievalConfig = create_model(
+    "RetrievalConfig", __base__=_Base, __module__=__name__,
+    __doc__="Every knob of candidate retrieval: `method` (a registered retriever), the shared "
+    "settings, every retriever's own (defaults: the paper's k_v = k_e = 10, c = 0.5).",
+    **_fields(),
+)
 
 # The settings only one retriever reads (every other field is shared: seeds, hops, caps).
 METHOD_FIELDS: dict[str, frozenset[str]] = {
-    "pcst": frozenset({"k_nodes", "k_edges", "beam", "edge_cost", "prizes", "path_frontier",
-                       "extend", "node_sim_share"}),
-    "subgraphrag": frozenset({"top_triples", "scorer"}),
-    "grag": frozenset({"ego_hops", "top_egos", "prune"}),
-    "vector": frozenset({"k_nodes"}),
-}
+    r.name: frozenset(r.settings.model_fields) for r in registry.retrievers()}
 # The setting that sets each retriever's output size (coverage-vs-size curves sweep it).
-SIZE_FIELD: dict[str, str] = {"pcst": "k_nodes", "subgraphrag": "top_triples",
-                              "grag": "top_egos", "vector": "k_nodes"}
+SIZE_FIELD: dict[str, str] = {r.name: r.size for r in registry.retrievers()}
 
 
 def foreign_fields(method: str) -> frozenset[str]:
@@ -125,22 +86,29 @@ def foreign_fields(method: str) -> frozenset[str]:
 def field_bounds(name: str) -> tuple[float | None, float | None]:
     """(lower, upper) bound of a `RetrievalConfig` field from its constraints (None: open):
     what the CLI, the UI and the retrieval stages read."""
-    lo = hi = None
-    for m in RetrievalConfig.model_fields[name].metadata:
-        lo = getattr(m, "ge", lo)
-        hi = getattr(m, "le", hi)
-    return lo, hi
+    return bounds(RetrievalConfig, name)
 
 
-MIN_HOPS, MAX_HOPS = (int(b) for b in field_bounds("hops"))  # type: ignore[arg-type]
-
-
-class RetrievalSettingsError(ValueError):
-    """Bad retrieval overrides; `problems` lists (field, what is wrong)."""
-
-    def __init__(self, problems: list[tuple[str, str]]):
-        self.problems = problems
-        super().__init__("bad retrieval settings: " + "; ".join(f"{f}: {m}" for f, m in problems))
+def ui_controls(method: str) -> list[Control]:
+    """``method``'s UI controls with every blank filled from `RetrievalConfig` (bounds,
+    choices, help); none declared: a slider of its size setting."""
+    r = registry.get(method)
+    defaults = RetrievalConfig()
+    out = []
+    for c in r.controls or (Control(r.size, r.size, (r.size,)),):
+        field = RetrievalConfig.model_fields[c.sets[0]]
+        default = getattr(defaults, c.sets[0])
+        help_ = field.description if c.help is None else c.help
+        if c.choice:
+            options = c.options or tuple(str(a) for a in typing.get_args(field.annotation))
+            out.append(Control(c.label, c.key, c.sets, options=options, help=help_,
+                               choice=True))
+            continue
+        lo, hi = field_bounds(c.sets[0])
+        lo = c.lo if c.lo is not None else int(lo if lo is not None else 0)
+        hi = c.hi if c.hi is not None else int(hi if hi is not None else max(10 * default, 1))
+        out.append(Control(c.label, c.key, c.sets, lo=lo, hi=hi, help=help_))
+    return out
 
 
 def apply_overrides(config: RetrievalConfig, **overrides: Any) -> RetrievalConfig:

@@ -77,13 +77,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from talent_core.embedding import Embedder
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
-from talent_core.retrieval.config import RetrievalConfig
 from talent_core.retrieval.neighbourhood import ms_since, region, vector_rows
-from talent_core.retrieval.relations import QuestionEncoding
-from talent_core.retrieval.seeds import SeedSet
-from talent_core.store.base import GraphReader
+from talent_core.retrieval.plugin import RetrievalContext
 
 log = logging.getLogger(__name__)
 
@@ -212,19 +208,13 @@ def soft_prune(
 # --- the retriever ---------------------------------------------------------------------------
 
 
-def grag_candidate(
-    question: str,
-    store: GraphReader,
-    embedder: Embedder,
-    enc: QuestionEncoding,
-    seeds: SeedSet,
-    cfg: RetrievalConfig,
-    timings: dict[str, float],
-) -> Candidate:
+def grag_candidate(ctx: RetrievalContext) -> Candidate:
     """GRAG's retrieval for one question (module docstring): top `top_egos` of the
     `ego_hops`-hop ego-graphs of the anchors' `hops`-hop region, merged and pruned at
     `prune`. Nodes: centres first (rank order), then the region's order."""
-    del embedder  # the question vector (enc) and the store's vectors are all GRAG reads
+    # the question vector (enc) and the store's vectors are all GRAG reads (no embedder)
+    question, store, enc, seeds, cfg, timings = (
+        ctx.question, ctx.store, ctx.encoding, ctx.seeds, ctx.cfg, ctx.timings)
     t = time.perf_counter()
     reg = region(store, seeds.anchors(), cfg.hops, cfg.caps())
     n, m = reg.n, len(reg.head)

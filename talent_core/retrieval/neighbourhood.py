@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from talent_core.models import Edge, Entity, Seed, Subgraph
-from talent_core.retrieval.config import MAX_HOPS, MIN_HOPS
+from talent_core.retrieval.settings import MAX_HOPS, MIN_HOPS
 from talent_core.store.base import ExpansionCaps, GraphReader
 
 log = logging.getLogger(__name__)

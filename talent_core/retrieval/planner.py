@@ -27,7 +27,7 @@ Definitions:
   ends(T) walked in the store (`walk`: one `GraphReader.follow` call per distinct prefix,
   at most ``limit`` neighbours per node).
 * Candidate answers: the generator's context nodes as before, joined by the planned paths'
-  ends outside it (likeliest first, at most ``join_limit``; `Pipeline._join_planned`):
+  ends outside it (likeliest first, at most ``join_limit``; `answer.join_planned`):
   RoG answers from the ends of its planned paths, and the retriever's V̂ or S may have left
   the answer out.
 * Ranked answers (`rescore`): score(c) = log p_LM(c) + w log(pi(c) + eps), w and eps from
@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from talent_core.errors import PlannerError
 from talent_core.models import Edge, PlannedPath
 from talent_core.retrieval.relations import strip_mentions
 
@@ -59,10 +60,6 @@ Follow = Callable[[Sequence[str], str, int], list[tuple[str, str]]]
 FORMAT = "talent-path-planner/1"
 WEIGHTS_FILE = "planner.npz"
 META_FILE = "planner.json"
-
-
-class PlannerError(ValueError):
-    """A planner directory that cannot be used (missing, malformed, another embedder)."""
 
 
 def plan_text(question: str, anchor_names: Iterable[str]) -> str:

@@ -7,11 +7,15 @@ Sources (a seed found by several keeps all of them, in this order):
              edge punctuation and a trailing possessive 's removed), longest first, spans
              not overlapping; a one-word span that is a stopword or shorter than 3
              characters is not looked up;
+  "fuzzy"    with `fuzzy_link`, mentions read with small typos or without accents
+             (`linking`): a topic with no exact name or id, or question spans when no
+             multi-word span matched exactly;
   "fulltext" the store's fulltext search over names (only when topic and name found none);
   "vector"   the top-k_seed entities by cosine similarity to the question vector.
 
-Anchors, the seeds the expansion starts from: the topic entities when given; else the name
-matches (only the multi-word ones when there are any); else the fulltext hits (top
+Anchors, the seeds the expansion starts from: the topic entities (and fuzzy-linked topics)
+when given; else the fuzzy span links when they are multi-word or no exact span matched;
+else the name matches (only the multi-word ones when there are any); else the fulltext hits (top
 `vector_anchors`); else the top `vector_anchors`
 vector seeds. Vector seeds are always recorded but only anchor as the last resort: on
 MetaQA a question's top vector hits are mostly look-alike titles whose neighbourhoods are
@@ -24,9 +28,11 @@ import logging
 import re
 from collections.abc import Collection, Sequence
 
-from talent_core.models import Entity, Seed
+from talent_core.models import Entity, Link, Seed
+from talent_core.retrieval.linking import EDGE_PUNCT as _EDGE_PUNCT
+from talent_core.retrieval.linking import link_spans, link_topics, unlinked_mentions
 from talent_core.store.base import GraphReader, Vector
-from talent_core.text import normalise_name
+from talent_core.text import fold_name, normalise_name
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +83,6 @@ STOPWORDS = frozenset(
         "with",
     ]
 )  # generic English; a dataset's domain words come with its question format (questions.py)
-_EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}"
 MAX_NGRAM = 6
 
 
@@ -116,6 +121,24 @@ def name_match_spans(
     stopwords: Collection[str] = STOPWORDS,
 ) -> list[tuple[Entity, int]]:
     """`name_matches` with the number of words of the span each entity matched."""
+    return _entities_of(exact_spans(question, store, stopwords, max_n))
+
+
+def _entities_of(exact: list[tuple[str, int, int, list[Entity]]]) -> list[tuple[Entity, int]]:
+    out: list[tuple[Entity, int]] = []
+    seen: set[str] = set()
+    for _, i, j, hits in exact:
+        for e in hits:
+            if e.id not in seen:
+                seen.add(e.id)
+                out.append((e, j - i))
+    return out
+
+
+def exact_spans(question: str, store: GraphReader, stopwords: Collection[str] = STOPWORDS,
+                max_n: int = MAX_NGRAM) -> list[tuple[str, int, int, list[Entity]]]:
+    """(span text, start, end, entities) of the spans whose normalised text is a name:
+    longest first, not overlapping. One `entities_by_name` call."""
     spans = question_spans(question, max_n, stopwords)
     if not spans:
         return []
@@ -124,17 +147,13 @@ def name_match_spans(
     for e in found:
         by_name.setdefault(normalise_name(e.name), []).append(e)
     used = [False] * len(question.split())
-    out: list[tuple[Entity, int]] = []
-    seen: set[str] = set()
+    out = []
     for i, j, text in spans:  # longest first
         hits = by_name.get(normalise_name(text))
         if not hits or any(used[i:j]):
             continue
         used[i:j] = [True] * (j - i)
-        for e in hits:
-            if e.id not in seen:
-                seen.add(e.id)
-                out.append((e, j - i))
+        out.append((text, i, j, hits))
     return out
 
 
@@ -153,11 +172,13 @@ def resolve_topic(store: GraphReader, topic: Sequence[str]) -> list[Entity]:
 
 
 class SeedSet:
-    """Seeds in discovery order with merged sources; `anchors` are what expansion uses."""
+    """Seeds in discovery order with merged sources; `anchors` are what expansion uses;
+    `links`: the entity linking of the question's mentions (`linking`)."""
 
     def __init__(self) -> None:
         self._seeds: dict[str, Seed] = {}
         self.anchor_ids: list[str] = []
+        self.links: list[Link] = []
 
     def add(self, entity: Entity, source: str, score: float = 0.0) -> None:
         s = self._seeds.get(entity.id)
@@ -196,20 +217,38 @@ def text_seeds(
     fulltext_k: int = 3,
     anchors_from_fulltext: int = 1,
     stopwords: Collection[str] = (),
+    fuzzy_link: bool = False,
+    link_threshold: float = 0.75,
 ) -> SeedSet:
-    """Topic, name and (fallback) fulltext seeds: everything that needs no embedding.
+    """Topic, name, fuzzy and (fallback) fulltext seeds: everything that needs no embedding.
     `stopwords`: a dataset's words, besides the generic STOPWORDS, that one-word spans
-    never match."""
+    never match. `fuzzy_link`: link the mentions (`linking`): a topic without an exact
+    name or id, or (without topics) a question without an exact multi-word span, reads
+    names with small typos (source "fuzzy"); `seeds.links` records every mention."""
     seeds = SeedSet()
-    topic = resolve_topic(store, topic_entities or [])
+    names = [t for t in topic_entities or [] if t and t.strip()]
+    topic = resolve_topic(store, names)
     for e in topic:
         seeds.add(e, "topic", 1.0)
+    fuzzy_ids: list[str] = []
+    if fuzzy_link and names:
+        for link, ids in link_topics(store, names, topic, link_threshold):
+            seeds.links.append(link)
+            if link.how == "fuzzy":
+                for e in store.entities_by_id(ids):
+                    seeds.add(e, "fuzzy", link.score)
+                fuzzy_ids += ids
     words = STOPWORDS | {w.lower() for w in stopwords}
-    spans = name_match_spans(question, store, stopwords=words) if name_match else []
+    exact = exact_spans(question, store, words) if name_match else []
+    spans = _entities_of(exact)
     for e, _ in spans:
         seeds.add(e, "name", 1.0)
-    if topic:
-        seeds.anchor([e.id for e in topic])
+    if fuzzy_link and not names:
+        fuzzy_ids = _link_spans(seeds, question, store, words, exact, link_threshold)
+    if topic or fuzzy_ids and names:
+        seeds.anchor([e.id for e in topic] + fuzzy_ids)
+    elif fuzzy_ids:
+        seeds.anchor(fuzzy_ids)
     elif spans:
         # multi-word matches are specific ("Some Mother's Son"); a one-word match is often a
         # common word that happens to be an entity (MetaQA's tag "director"): one-word
@@ -222,6 +261,43 @@ def text_seeds(
             seeds.add(e, "fulltext", 1.0 / (r + 1))
         seeds.anchor([e.id for e in hits[:anchors_from_fulltext]])
     return seeds
+
+
+def _link_spans(seeds: SeedSet, question: str, store: GraphReader, words: Collection[str],
+                exact: list[tuple[str, int, int, list[Entity]]], threshold: float) -> list[str]:
+    """Links of a question without topics: its exact name spans, then (when none of them
+    is multi-word) fuzzy links of the other spans; the fuzzy ids that anchor (the
+    multi-word ones when there are any), [] when the exact matches anchor as before."""
+    covered = [False] * len(question.split())
+    for text, i, j, ents in exact:
+        covered[i:j] = [True] * (j - i)
+        seeds.links.append(Link(mention=text, id=ents[0].id, name=ents[0].name, score=1.0,
+                                how="exact"))
+    if any(j - i >= 2 for _, i, j, _ in exact):
+        return []
+    if not exact:  # a name longer than MAX_NGRAM words, verbatim: the fulltext seeds find it
+        folded = f" {fold_name(question)} "
+        for e in store.search_names(question, 3):
+            if " " in e.name.strip() and f" {fold_name(e.name)} " in folded:
+                seeds.links.append(Link(mention=e.name, id=e.id, name=e.name, score=1.0,
+                                        how="exact"))
+                return []
+    # one-word exact matches may be parts of a typo'd title ("Big Fivsh"): spans may
+    # overlap them, and a multi-word fuzzy link then anchors in their place
+    found = link_spans(store, question, words, threshold)
+    found = [f for f in found if f[2] >= 2 or not any(covered[f[3]:f[4]])]
+    for link, ids, *_ in found:
+        seeds.links.append(link)
+        for e in store.entities_by_id(ids):
+            seeds.add(e, "fuzzy", link.score)
+    if not seeds.links:
+        seeds.links = unlinked_mentions(store, question, words)
+    if not found:
+        return []
+    if any(f[2] >= 2 for f in found):
+        return [i for _, ids, n, *_ in found if n >= 2 for i in ids]
+    # one-word fuzzy links anchor beside the one-word exact matches (which anchor as before)
+    return [i for _, ids, *_ in found for i in ids] + [e.id for *_, ents in exact for e in ents]
 
 
 def add_vector_seeds(

@@ -23,7 +23,7 @@ retrieve/src/model/retriever.py and retrieve/src/dataset/retriever.py):
 * Triple feature = [q, h_e, r, t_e] (question vector, head feature, relation vector, tail
   feature) -> Linear(4d + 2 S, hidden = d) -> ReLU -> Linear(hidden, 1): one logit per
   triple; the score is its sigmoid.
-* Loss (subgraphrag_train.py): binary cross-entropy with logits over all triples of one
+* Loss (training/subgraphrag.py): binary cross-entropy with logits over all triples of one
   question per step, Adam (lr 1e-3).
 * Pseudo-labels (`pseudo_labels`): a triple is positive when it lies on a shortest path
   between a topic entity and an answer entity: for each (topic q, answer a) pair, the
@@ -68,9 +68,9 @@ Deviations (all deliberate, and small):
 10. Validation metrics cover every validation question (answer recall over those with an
    answer in the neighbourhood); the authors drop validation questions without a path.
 
-Training: `subgraphrag_train.py` (`talent train subgraphrag`). The shipped scorer for the
-default embedder: `talent_core/adapters/subgraphrag/all-minilm-l6-v2/` (its README: data,
-metrics, cost).
+Training: `talent_core.training.subgraphrag` (`talent train subgraphrag`). The shipped
+scorer for the default embedder: `talent_core/adapters/subgraphrag/all-minilm-l6-v2/` (its
+README: data, metrics, cost).
 
 Timings: `neighbourhood` (the expansion and the store's entity / relation vectors),
 `score` (DDE, the MLP, top-K). No Cypher here: every store access is a `GraphReader` call.
@@ -87,23 +87,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from scipy import sparse
 from torch import nn
 
-from talent_core.embedding import MINILM_ALIASES
+from talent_core.embedding_common import MINILM_ALIASES
+from talent_core.errors import ScorerError
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
-from talent_core.retrieval.config import RetrievalConfig
 from talent_core.retrieval.neighbourhood import Region, ms_since, region, vector_rows
+from talent_core.retrieval.plugin import RetrievalContext
 from talent_core.store.base import GraphReader
-
-if TYPE_CHECKING:
-    from talent_core.embedding import Embedder
-    from talent_core.retrieval.relations import QuestionEncoding
-    from talent_core.retrieval.seeds import SeedSet
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +108,6 @@ WEIGHTS_FILE = "scorer.safetensors"
 META_FILE = "scorer.json"
 BUNDLED_ROOT = Path(__file__).resolve().parents[1] / "adapters" / "subgraphrag"
 NON_TEXT = re.compile(r"^[mg]\.[0-9a-z_]+$")  # Freebase mids / CVT nodes: no usable text
-
-
-class ScorerError(ValueError):
-    """A scorer checkpoint that is missing, malformed or does not fit the store/embedder."""
 
 
 # --- one question's triples ----------------------------------------------------------------
@@ -451,18 +443,12 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))]
 
 
-def subgraphrag_candidate(
-    question: str,
-    store: GraphReader,
-    embedder: Embedder,
-    enc: QuestionEncoding,
-    seeds: SeedSet,
-    cfg: RetrievalConfig,
-    timings: dict[str, float],
-) -> Candidate:
+def subgraphrag_candidate(ctx: RetrievalContext) -> Candidate:
     """The top `cfg.top_triples` triples of the anchors' neighbourhood by the scorer
     `cfg.scorer` (None: the bundled one for the embedder) as a Candidate."""
-    scorer = load_scorer(resolve_scorer(cfg.scorer, embedder.model_name))
+    question, store, enc, seeds, cfg, timings = (
+        ctx.question, ctx.store, ctx.encoding, ctx.seeds, ctx.cfg, ctx.timings)
+    scorer = load_scorer(resolve_scorer(cfg.scorer, ctx.embedder.model_name))
     meta = scorer.meta
 
     t = time.perf_counter()

@@ -43,7 +43,7 @@ import socket
 import sys
 import time
 
-# the data dir's files (falkordb_server imports these: one spelling)
+# the data dir's files (falkordb_server and data_dir import these: one spelling)
 LOCK_NAME = "falkordb.lock"  # held by the running server (inherited fd)
 SOCKET_RECORD_NAME = "falkordb.socket"  # the running server's socket path (one line)
 GRACE_S = 60.0
@@ -119,7 +119,7 @@ class _Server:
 def remove_link_dir(sock: str) -> None:
     """After a server stopped: remove the private mkdtemp `talent-*` directory its socket
     path `sock` went through (a link to the data dir; see
-    `falkordb_server.EmbeddedServer._choose_socket_path`) and the data dir's record of that
+    `data_dir.choose_socket_path`) and the data dir's record of that
     path, unless a server for the data dir runs or is starting (it holds the start lock)."""
     link = os.path.dirname(sock)
     runtime = os.path.dirname(link)

@@ -75,12 +75,23 @@ class GraphReader(Protocol):
     def search_names(self, text: str, k: int) -> list[Entity]:
         """Fulltext search over entity names, best first."""
 
+    def fuzzy_names(self, text: str, k: int) -> list[Entity]:
+        """Entities whose name holds EVERY word of ``text``, each within its allowed edits
+        (`text.fuzzy_terms`: 0 for short words and numbers, else 1 or 2), case-insensitive;
+        at most ``k``, best first by the fulltext index's score (entity linking rescores
+        them, so only membership is the contract)."""
+
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
         """Undirected n-hop expansion within `caps`; `truncated` says when a cap cut."""
 
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         """(id, neighbour id) for every neighbour of each of `ids` over relation `rel`,
         direction ignored: at most `limit` per node, in neighbour-id order."""
+
+    def triples_among(self, ids: Sequence[str], rels: Sequence[str]) -> list[Edge]:
+        """The KG's triples between two of ``ids`` whose relation is one of ``rels``, in their
+        own direction, sorted (an evidence path's hops, found by `follow`, which ignores
+        direction)."""
 
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         """Cosine similarity of `vector` to each stored entity embedding."""

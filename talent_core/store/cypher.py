@@ -16,7 +16,7 @@ DIALECTS = ("neo4j", "falkordb")
 def statement(name: str, dialect: str = "neo4j") -> str:
     if dialect not in DIALECTS:
         raise ValueError(f"unknown Cypher dialect {dialect!r}; expected one of {DIALECTS}")
-    root = resources.files("cypher")
+    root = resources.files("talent_core.cypher")
     for d in (dialect, "neo4j"):
         f = root / d / f"{name}.cypher"
         if f.is_file():

@@ -53,6 +53,11 @@ class CypherStore:
         """The fulltext index's query for free text ("" when it has no words)."""
         raise NotImplementedError
 
+    def _fuzzy_query(self, text: str) -> str:
+        """The fulltext index's query for names holding every word of ``text`` within its
+        edits (`text.fuzzy_terms`); "" when it has no words."""
+        raise NotImplementedError
+
     def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> Any:
         """The `$rows` parameter of an upsert with embeddings: one row per vector."""
         raise NotImplementedError
@@ -209,6 +214,13 @@ class CypherStore:
         rows = self._read("search_names", {"query": query, "k": int(k)})
         return [Entity(id=r[0], name=r[1]) for r in rows]
 
+    def fuzzy_names(self, text: str, k: int) -> list[Entity]:
+        query = self._fuzzy_query(text)
+        if not query or k < 1:
+            return []
+        rows = self._read("fuzzy_names", {"query": query, "k": int(k)})
+        return [Entity(id=r[0], name=r[1]) for r in rows]
+
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
         def fetch(frontier: list[str], limit: int) -> list[Row]:
             scan = max(limit, caps.hub_scan)
@@ -223,6 +235,13 @@ class CypherStore:
                                                   "limit": int(limit)})
             out.extend((str(f), str(m)) for f, m in rows)
         return out
+
+    def triples_among(self, ids: Sequence[str], rels: Sequence[str]) -> list[Edge]:
+        keys = lookup_keys(ids)
+        if not keys or not rels:
+            return []
+        rows = self._read("triples_among", {"ids": list(keys), "rels": sorted(set(rels))})
+        return [Edge(src=s, rel=r, dst=d) for s, r, d in sorted({tuple(map(str, x)) for x in rows})]
 
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._similarity("entity_similarity", "ids", ids, vector)

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from talent_core.errors import ExportError
 from talent_core.store._common import make_private_dirs, owner_only
 from talent_core.text import normalise_name
 
@@ -57,10 +58,6 @@ RELATION_HEADER = ["name:ID(Relation)", "embedding:float[]"]
 TRIPLE_HEADER = [":START_ID(Entity)", ":END_ID(Entity)", "rel:string", ":TYPE"]
 REL_TYPE = "REL"
 KINDS = {"entities": ENTITY_HEADER, "relations": RELATION_HEADER, "triples": TRIPLE_HEADER}
-
-
-class ExportError(Exception):
-    """The export cannot start (target not empty, store not readable this way)."""
 
 
 @dataclass
@@ -326,7 +323,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _write_docs(root: Path, rep: ExportReport) -> None:
-    schema = resources.files("cypher") / "neo4j" / "schema.cypher"
+    schema = resources.files("talent_core.cypher") / "neo4j" / "schema.cypher"
     _write_text(root / "schema.cypher", schema.read_text(encoding="utf-8"))
     dim = rep.dimension if rep.dimension is not None else 384
     args = [shlex.quote(a) for a in import_command(rep, "@DATABASE@")]

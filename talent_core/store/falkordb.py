@@ -30,7 +30,7 @@ from talent_core.store.cypher import statement, statements
 from talent_core.store.cypher_store import CypherStore, Row
 from talent_core.store.falkordb_bulk import BulkSession
 from talent_core.store.falkordb_server import EmbeddedServer
-from talent_core.text import redisearch_query
+from talent_core.text import redisearch_fuzzy_query, redisearch_query
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +83,8 @@ class _Literal:
     """A parameter value rendered ahead of time as a Cypher literal.
 
     The falkordb client sends parameters as a `CYPHER name=<literal>` header and renders
-    values with `str()` unless they are str/list/dict/None. Its generic renderer costs ~0.5 us
-    per float (16M floats for MetaQA); batches of vectors are rendered here with the same
+    values with `str()` unless they are str/list/dict/None. Its generic renderer is slow per
+    float (a KG's vectors hold millions); batches of vectors are rendered here with the same
     quoting (`quote_string`) and a vectorised float path instead. Still a parameter: user text
     never becomes query text."""
 
@@ -159,13 +159,9 @@ class FalkorDBStore(CypherStore):
 
     @classmethod
     def from_settings(cls, settings: Any) -> FalkorDBStore:
-        return cls(
-            Path(settings.data_dir),
-            settings.graph_name,
-            batch_size=settings.batch_size,
-            keep_alive=settings.embedded_keep_alive,
-            idle_timeout=settings.server_idle_timeout,
-        )
+        return cls(Path(settings.data_dir), settings.graph_name, batch_size=settings.batch_size,
+                   keep_alive=settings.embedded_keep_alive,
+                   idle_timeout=settings.server_idle_timeout)
 
     def __repr__(self) -> str:
         return f"FalkorDBStore({str(self.data_dir)!r}, graph={self.graph_name!r})"
@@ -229,6 +225,9 @@ class FalkorDBStore(CypherStore):
     def _fulltext_query(self, text: str) -> str:
         return redisearch_query(text)
 
+    def _fuzzy_query(self, text: str) -> str:
+        return redisearch_fuzzy_query(text)
+
     def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> _Literal:
         return _render_rows(fields, vectors)
 
@@ -264,9 +263,8 @@ class FalkorDBStore(CypherStore):
 
     def _vectors(self, name: str, param: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors in FalkorDB's verbose result format: the compact format's client
-        parses each float in Python (3,000 MiniLM vectors: 1.4 s); the verbose one returns
-        a vector as one `<x, y, ...>` string that numpy parses in one call (~2x faster;
-        6 decimals, 5e-7 from the stored float32)."""
+        parses each float in Python; the verbose one returns a vector as one `<x, y, ...>`
+        string that numpy parses in one call (6 decimals, 5e-7 from the stored float32)."""
         if not keys:
             return {}
         text = statement(name, self.dialect)

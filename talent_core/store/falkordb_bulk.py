@@ -1,43 +1,27 @@
 """Bulk loading into an EMPTY embedded graph with FalkorDB's own bulk command, GRAPH.BULK.
 
-Why: through MERGE statements FalkorDB parses every vector literal (384 floats a name) and
-MERGEs row by row: MetaQA's 43k entities took ~40 s of server time that way. GRAPH.BULK
-takes a binary buffer of nodes and edges and creates them without a query: the same
-batch is written ~10x faster (bench/bench_load.py -> bench/results/load_metaqa_bulk.json).
-It is spoken here directly (its format is a few lines, below); the `falkordb-bulk-loader`
-package reads CSV files from disk, which does not fit the streaming, validating loader.
+Why: through MERGE statements FalkorDB parses every vector literal and MERGEs row by row;
+GRAPH.BULK takes a binary buffer of nodes and edges and creates them without a query
+(bench/bench_load.py measures both). Its format is spoken here directly: the
+`falkordb-bulk-loader` package reads CSV files from disk, which does not fit the streaming,
+validating loader.
 
-Limits of the command, and how they are met:
-  * it has no vector type: a new node carries its embedding as a list of doubles in `_v`,
-    and one statement after the command (cypher/falkordb/bulk_vectors) turns the batch's
-    lists into vecf32 `embedding`s (that is where the HNSW index is updated; the loader
-    runs it while it prepares the next batch, see `BulkSession.write`);
-  * edges name their endpoints by FalkorDB's internal node ids, and it cannot MERGE. So
-    the session only starts on a graph without nodes: the first batch creates a NEW graph
-    key (`BEGIN`; an existing empty key, e.g. its schema, is deleted first), where the n-th
-    node created gets id n-1. Before every batch the graph's node count must equal what
-    this session created (checked under the data dir's write lock, held for the whole
-    batch); if another writer touched the graph the session ends and the batch (and every
-    later one) goes the MERGE way. The session keeps entity id -> node id for the nodes it
-    created (at most `max_ids`; past that it ends and the MERGE path takes over);
-  * no MERGE for edges: an edge is bulk-written only when this load has certainly not
-    written its triple yet (a Bloom filter of the load's triples, fixed size; "maybe seen",
-    which includes its rare false positives, goes through the MERGE statement instead), so
-    a reload or a triple repeated across batches never duplicates an edge.
-After the first batch the schema (indexes, vector indexes) is created over it, as
-`ensure_schema` does for an empty graph; later batches update the indexes as they go.
-
-Crash safety: each batch is ONE GRAPH.BULK command (nodes, edges and a BULK_PENDING marker
-edge naming the batch's node-id range), written to the AOF before the reply like any write,
-then one statement converting its vectors and deleting the marker. A loader killed between
-the two leaves the marker: `finish_pending` (run at the start of every load,
-`FalkorDBStore.bulk_session`) converts those vectors. A connection error during the
-command ends the session: the batch is then written again the MERGE way (idempotent
-whether or not the command had been applied), after the schema is ensured and pending
-vectors finished. One during the conversion ends it too: the batch is complete, and the
-hand-over's finishing of pending vectors converts it.
+How its limits are met:
+  * no vector type: a new node carries its embedding as a list of doubles in `_v`; one
+    statement after the command (cypher/falkordb/bulk_vectors) turns them into vecf32
+    `embedding`s (and updates the HNSW index) while the loader prepares the next batch;
+  * edges name endpoints by internal node ids and there is no MERGE: the session starts
+    only on a graph without nodes (a NEW graph key, where the n-th node created gets id
+    n-1), checks before every batch, under the data dir's write lock, that the node count
+    is what it created, and keeps entity id -> node id (at most `max_ids`); an edge is
+    bulk-written only when a Bloom filter of the load's triples says it is new. Anything
+    else (another writer, the id cap, "maybe seen") goes the MERGE way.
+Crash safety: each batch is ONE GRAPH.BULK command with a BULK_PENDING marker edge naming
+its node-id range, then one statement converting its vectors and deleting the marker;
+`finish_pending` (at the start of every load) converts what a killed loader left. A
+connection error ends the session and the batch is written again the MERGE way
+(idempotent).
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -46,7 +30,7 @@ import struct
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import redis
@@ -56,9 +40,6 @@ from talent_core.store._common import check_keys, check_names
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement
 from talent_core.text import normalise_name
-
-if TYPE_CHECKING:
-    from talent_core.store.falkordb import FalkorDBStore
 
 log = logging.getLogger(__name__)
 
@@ -183,12 +164,26 @@ class BulkAbandoned(Exception):
     the caller writes it the MERGE way."""
 
 
+class BulkTarget(Protocol):
+    """What a session needs of its store, `falkordb.FalkorDBStore` (a Protocol, so that this
+    module does not import the store module that imports it)."""
+
+    server: Any  # the EmbeddedServer: its write lock
+
+    def _connect(self) -> Any: ...
+    def _checked_vectors(self, *args: Any, **kwargs: Any) -> Any: ...
+    def lost_server(self) -> None: ...
+    def ensure_schema(self, dimension: int) -> None: ...
+    def upsert_triples(self, edges: Sequence[Edge]) -> None: ...
+    def finish_pending_bulk(self) -> int: ...
+
+
 class BulkSession:
     """Writes the batches of one load into an empty graph with GRAPH.BULK (see the module
     docstring). Created by `FalkorDBStore.bulk_session`; `active` turns False for good
     when the MERGE path has to take over."""
 
-    def __init__(self, store: FalkorDBStore, dimension: int, max_ids: int):
+    def __init__(self, store: BulkTarget, dimension: int, max_ids: int):
         self.store = store
         self.dimension = dimension
         self.max_ids = max_ids
@@ -255,13 +250,9 @@ class BulkSession:
         )  # fmt: skip
 
     def write(
-        self,
-        entities: Sequence[tuple[str, str, Vector]],
-        relations: Sequence[tuple[str, Vector]],
-        edges: Sequence[Edge],
-        timer: Timer | None = None,
-        defer_vectors: bool = False,
-        staged: Staged | None = None,
+        self, entities: Sequence[tuple[str, str, Vector]],
+        relations: Sequence[tuple[str, Vector]], edges: Sequence[Edge],
+        timer: Timer | None = None, defer_vectors: bool = False, staged: Staged | None = None,
     ) -> bool:
         """Write one batch (new entities with embeddings, new relations, unique edges).
         False (the session has ended; nothing of the batch may have been applied, or all of

@@ -5,7 +5,9 @@ baseline (same retrieval code, no database).
 Names, ids and the neighbourhood rules are the database stores': ids and relation names are
 exact keys, names match by `normalise_name`, each node's edges come in the key order
 (neighbour id, relation, direction) and `store.expand` applies the caps. Fulltext search
-scores a name by how many distinct query words it holds (ties: shorter name, then id).
+scores a name by how many distinct query words it holds (ties: shorter name, then id); a
+fuzzy name search scans the words for those within each query word's edits (fewest inexact
+words first, then shorter name, then id).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from talent_core.store._common import (
 )
 from talent_core.store.base import ExpansionCaps, Vector
 from talent_core.store.expand import HopRow, expand
-from talent_core.text import normalise_name, search_tokens
+from talent_core.text import fuzzy_terms, normalise_name, search_tokens, within_edits
 
 log = logging.getLogger(__name__)
 
@@ -171,21 +173,48 @@ class MemoryStore:
     def entities_by_id(self, ids: Sequence[str]) -> list[Entity]:
         return [Entity(id=i, name=self._names[i]) for i in lookup_keys(ids) if i in self._names]
 
-    def search_names(self, text: str, k: int) -> list[Entity]:
-        tokens = search_tokens(text)
-        if not tokens or k < 1:
-            return []
+    def _words(self) -> dict[str, set[str]]:
+        """Word -> ids of the names holding it (built on the first search)."""
         ix = self._ix
         if ix.words is None:
             ix.words = defaultdict(set)
             for i, n in self._names.items():
                 for w in search_tokens(n, max_tokens=1 << 30):
                     ix.words[w].add(i)
+        return ix.words
+
+    def search_names(self, text: str, k: int) -> list[Entity]:
+        tokens = search_tokens(text)
+        if not tokens or k < 1:
+            return []
+        words = self._words()
         score: dict[str, int] = defaultdict(int)
         for t in tokens:
-            for i in ix.words.get(t, ()):
+            for i in words.get(t, ()):
                 score[i] += 1
         best = sorted(score, key=lambda i: (-score[i], len(self._names[i]), i))[:k]
+        return [Entity(id=i, name=self._names[i]) for i in best]
+
+    def fuzzy_names(self, text: str, k: int) -> list[Entity]:
+        terms = fuzzy_terms(text)
+        if not terms or k < 1:
+            return []
+        words = self._words()
+        ids: set[str] | None = None
+        cost: dict[str, int] = defaultdict(int)
+        for term, edits in terms:  # every word must match: intersect the ids
+            hit: dict[str, int] = {}
+            for w in words if edits else (term,):
+                if w in words and within_edits(term, w, edits):
+                    d = 0 if w == term else 1
+                    for i in words[w]:
+                        hit[i] = min(hit.get(i, d), d)
+            ids = set(hit) if ids is None else ids & set(hit)
+            for i, d in hit.items():
+                cost[i] += d
+            if not ids:
+                return []
+        best = sorted(ids or (), key=lambda i: (cost[i], len(self._names[i]), i))[:k]
         return [Entity(id=i, name=self._names[i]) for i in best]
 
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
@@ -208,6 +237,12 @@ class MemoryStore:
             mids = sorted({mid for mid, r, _ in adjacent.get(fid, ()) if r == rel})
             out.extend((fid, mid) for mid in mids[: max(0, int(limit))])
         return out
+
+    def triples_among(self, ids: Sequence[str], rels: Sequence[str]) -> list[Edge]:
+        keep, wanted = set(lookup_keys(ids)), set(rels)
+        found = {(h, r, t) for h in keep for t, r, out in self._ix.adjacent.get(h, ())
+                 if out and r in wanted and t in keep}
+        return [Edge(src=h, rel=r, dst=t) for h, r, t in sorted(found)]
 
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._ix.entities.similarity(ids, vector)

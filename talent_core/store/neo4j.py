@@ -17,7 +17,7 @@ from neo4j import GraphDatabase, RoutingControl
 
 from talent_core.store.cypher import statement, statements
 from talent_core.store.cypher_store import CypherStore, Row
-from talent_core.text import lucene_query
+from talent_core.text import lucene_fuzzy_query, lucene_query
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,9 @@ class Neo4jStore(CypherStore):
 
     def _fulltext_query(self, text: str) -> str:
         return lucene_query(text)
+
+    def _fuzzy_query(self, text: str) -> str:
+        return lucene_fuzzy_query(text)
 
     def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> list[dict]:
         cols = list(fields.items())

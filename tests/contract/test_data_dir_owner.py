@@ -80,7 +80,7 @@ def _runs_as(uid: int) -> bool:
     in a directory other users cannot enter, as the interpreter in /root here)."""
     try:
         r = subprocess.run(
-            [sys.executable, "-c", "import talent_core.cli"], user=uid, group=uid,
+            [sys.executable, "-c", "import talent_core.commands"], user=uid, group=uid,
             extra_groups=[], cwd="/", env={"PYTHONPATH": str(REPO), "HOME": "/"},
             capture_output=True, timeout=60, check=False,
         )
@@ -224,7 +224,8 @@ def test_a_data_dir_another_user_controls_is_refused_before_any_use(world, case)
 def test_a_shared_directory_of_ours_is_refused_not_chmod_ed(tmp_path):
     """Before, TALENT_DATA_DIR naming a shared directory of this user (as /tmp is root's)
     chmod-ed it to 0700 and put the store there."""
-    from talent_core.store.falkordb_server import EmbeddedServer, EmbeddedServerError
+    from talent_core.errors import EmbeddedServerError
+    from talent_core.store.falkordb_server import EmbeddedServer
 
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -237,7 +238,7 @@ def test_a_shared_directory_of_ours_is_refused_not_chmod_ed(tmp_path):
 def test_own_data_dir_through_own_symlink_is_used_and_tightened(tmp_path):
     """Not over-strict: a link of ours (a data dir moved to a bigger disk) is followed, and
     a directory of ours that others may only read is made 0700, as before."""
-    from talent_core.store.falkordb_server import check_data_dir
+    from talent_core.store.data_dir import check_data_dir
 
     real = tmp_path / "disk" / "talent"
     real.mkdir(parents=True, mode=0o755)

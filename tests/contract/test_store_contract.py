@@ -314,6 +314,34 @@ def test_search_names(read_store):
     assert counts(read_store)[0] == 5
 
 
+def test_fuzzy_names(read_store):
+    """Every word within its edits (`text.fuzzy_terms`), case and accents as the index has
+    them; only membership is the contract (linking rescores the hits)."""
+    load_people(read_store)
+    read_store.upsert_entities([("m.0pqr", "Amélie", one_hot(5)), ("m.0stu", "Inception",
+                                                                   one_hot(6))])
+    def ids(text, k=10):
+        return {e.id for e in read_store.fuzzy_names(text, k)}
+
+    assert ids("Incepton") == {"m.0stu"}  # one deletion
+    assert ids("incpetion") == {"m.0stu"}  # a swap: two edits without Damerau, allowed at 9
+    assert ids("amelie") == {"m.0pqr"}  # the accent is one substitution
+    assert ids("keanu reevs") == {"m.0abc", "m.0mno"}  # every word must match
+    assert ids("keanu matrx") == set()
+    assert ids("the matrx") == {"m.0def", "m.0ghi"}
+    assert ids("tha matrix") == {"m.0def", "m.0ghi"}  # 3 letters beside others: one edit
+    assert ids("zzz matrix") == set()
+    assert ids("tha") == set()  # alone: none
+    assert ids("beirutxyz") == set()  # three edits
+    assert len(read_store.fuzzy_names("matrx", 1)) == 1
+    assert read_store.fuzzy_names("zzzqqq", 5) == []
+    assert read_store.fuzzy_names("matrix", 0) == []
+    for text in ['x"}) DETACH DELETE n //', "*", "AND OR NOT", "a:b (c) [d] ~e^2 \\", "",
+                 "%%%", "~2"]:
+        read_store.fuzzy_names(text, 5)
+    assert counts(read_store)[0] == 7
+
+
 # --- Freebase shapes and hostile text ---------------------------------------------------
 
 
@@ -423,6 +451,18 @@ def test_follow_one_relation_both_directions(read_store):
     assert read_store.follow(["nope"], "r1", 10) == []
     assert read_store.follow(["a"], "no such relation", 10) == []
     assert read_store.follow(["a"], "r1; MATCH (n) DETACH DELETE n", 10) == []
+    assert len(nb(read_store, ["a"], hops=1).edges) == 3  # the text above was a parameter
+
+
+def test_triples_among_gives_the_hops_in_their_own_direction(read_store):
+    load_nb(read_store)
+    # c has r2 from b, r3 to d, r6 to a: each edge as stored, whichever id comes first
+    got = read_store.triples_among(["d", "c", "b", "a"], ["r2", "r3", "r6"])
+    assert [(e.src, e.rel, e.dst) for e in got] == [
+        ("b", "r2", "c"), ("c", "r3", "d"), ("c", "r6", "a")]
+    assert read_store.triples_among(["c", "d"], ["r2"]) == []  # b is not among the ids
+    assert read_store.triples_among(["nope", "c"], ["r3"]) == []
+    assert read_store.triples_among(["c", "d"], ["r3') MATCH (n) DETACH DELETE n //"]) == []
     assert len(nb(read_store, ["a"], hops=1).edges) == 3  # the text above was a parameter
 
 
@@ -625,7 +665,7 @@ def test_embedded_merge_is_unique_under_concurrent_writers(embedded_store):
 
 
 def test_embedded_start_failure_names_the_log(tmp_path):
-    from talent_core.store.falkordb_server import EmbeddedServerError
+    from talent_core.errors import EmbeddedServerError
 
     d = tmp_path / "data"
     (d / "appendonlydir").mkdir(parents=True)

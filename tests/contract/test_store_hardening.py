@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from talent_core.models import Edge
 from talent_core.store.base import ExpansionCaps
-from talent_core.store.falkordb_server import private_dir_problem
+from talent_core.store.data_dir import private_dir_problem
 from talent_core.text import key_problem
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,8 +105,8 @@ def test_property_names_round_trip_through_load_stats_and_lookup(
 ):
     from hash_embedder import HashEmbedder
 
-    from loaders.api import load_path
     from talent_core.config import Settings
+    from talent_core.loaders.api import load_path
 
     store = embedded_store(16)
     tmp = tmp_path_factory.mktemp("prop")
@@ -298,7 +298,7 @@ def test_two_loaders_at_once_on_a_fresh_data_dir(tmp_path):
         args = ["--format", "metaqa", "--no-progress", "--batch-size", "50"]
         procs = [
             subprocess.Popen(
-                [sys.executable, str(REPO / "tests" / "hash_cli.py"), "loaders.cli", "load",
+                [sys.executable, str(REPO / "tests" / "hash_cli.py"), "talent_core", "load",
                  str(f), *args],  # fmt: skip
                 cwd=REPO, env=cli_env(d), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 text=True,

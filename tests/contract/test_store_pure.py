@@ -153,7 +153,7 @@ class _FakeNeo4jDriver:
         import re
         from importlib import resources
 
-        root = resources.files("cypher") / "neo4j"
+        root = resources.files("talent_core.cypher") / "neo4j"
         self.known = set()
         for f in root.iterdir():
             if f.name.endswith(".cypher"):

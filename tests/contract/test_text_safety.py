@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from talent_core.errors import TextInputError
 from talent_core.text import (
     MAX_QUESTION_CHARS,
-    TextInputError,
     char_problem,
     check_question,
     key_problem,

@@ -14,8 +14,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 @pytest.fixture(scope="session")
 def toy_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """TALENT_* variables of a data dir holding the toy MetaQA KG (real embeddings)."""
-    from loaders.api import load_path
     from talent_core.config import Settings
+    from talent_core.loaders.api import load_path
     from talent_core.store.falkordb import FalkorDBStore
     from talent_core.store.falkordb_server import EmbeddedServer
 

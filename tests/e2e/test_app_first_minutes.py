@@ -131,7 +131,7 @@ def test_evaluate_default_runs(use_toy):
 
 
 def test_cli_eval_on_the_bundled_examples(use_toy):
-    from talent_core.cli import app
+    from talent_core.commands import app
 
     r = CliRunner().invoke(app, ["eval", str(EXAMPLES), "--mode", "retrieval"])
     assert r.exit_code == 0, r.output
@@ -144,7 +144,7 @@ def test_cli_eval_on_the_bundled_examples(use_toy):
 def test_cli_ask_empty_is_one_line_before_the_store_opens(tmp_path, monkeypatch):
     """`talent ask ""`: one line, exit 2, and no store started for it (the data dir is a
     file here: opening a store there would fail with another message)."""
-    from talent_core.cli import app
+    from talent_core.commands import app
     from talent_core.config import get_settings
 
     not_a_dir = tmp_path / "file"
@@ -162,7 +162,7 @@ def test_cli_ask_empty_is_one_line_before_the_store_opens(tmp_path, monkeypatch)
 
 
 def test_roles_and_edge_groups_present_in_legend_order():
-    from app.common import edge_groups_present, roles_present
+    from talent_core.ui.common import edge_groups_present, roles_present
 
     els = {"nodes": [{"data": {"role": "candidate"}}, {"data": {"role": "answer"}},
                      {"data": {"role": "candidate"}}],
@@ -175,14 +175,14 @@ def test_roles_and_edge_groups_present_in_legend_order():
 def test_evaluate_bad_question_file_is_one_line(use_toy, monkeypatch):
     """A question file with a bad line: the page says file:line in one line, no traceback
     and no class name."""
-    import talent_core.report as report
-    from talent_core.questions import QuestionFileError
+    import talent_core.evaluation.datasets as datasets
+    from talent_core.errors import QuestionFileError
 
     def bad(*a, **k):
         raise QuestionFileError("qa.txt:3: expected 'question<TAB>answer1|answer2', got 1 "
                                 "tab-separated fields")
 
-    monkeypatch.setattr(report, "read_items", bad)
+    monkeypatch.setattr(datasets, "read_items", bad)
     at = _app()
     at.switch_page("views/evaluate.py")
     at.run()

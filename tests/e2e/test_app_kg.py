@@ -1,28 +1,14 @@
-"""app/kg.py without Streamlit: roles, evidence paths, CVT labels, component text, export,
-and the store look-ups on the in-memory store."""
+"""app/kg.py without Streamlit: roles, the graph component's elements (opaque ids, look-alike
+text), and a click mapped back to its KG id. The data it draws (evidence paths, export, store
+look-ups) is tested with the library: tests/retrieval/test_explore.py."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 
-from app.kg import (
-    ComponentIds,
-    Extra,
-    answer_evidence,
-    component_text,
-    elements,
-    evidence_paths,
-    export_csv,
-    export_json,
-    find_entities,
-    missing_topics,
-    neighbourhood_elements,
-    one_hop,
-    path_text,
-    readable_label,
-)
+from answer_samples import sample_answer
+
+from talent_core.explore import answer_evidence
 from talent_core.models import (
     Answer,
     Candidate,
@@ -35,40 +21,17 @@ from talent_core.models import (
     Selection,
     Subgraph,
 )
-
-
-def _answer() -> Answer:
-    nodes = [CandidateNode(id="tom", name="Tom", seed=True),
-             CandidateNode(id="f1", name="Film One"), CandidateNode(id="f2", name="Film Two"),
-             CandidateNode(id="d", name="Dee <b>"), CandidateNode(id="m.0x", name="m.0x")]
-    edges = [CandidateEdge(src="f1", rel="starred_actors", dst="tom"),
-             CandidateEdge(src="f2", rel="starred_actors", dst="tom"),
-             CandidateEdge(src="f1", rel="directed_by", dst="d"),
-             CandidateEdge(src="f2", rel="directed_by", dst="d"),
-             CandidateEdge(src="m.0x", rel="film.performance.actor", dst="tom")]
-    cand = Candidate(question="who directed Tom's films", nodes=nodes, edges=edges)
-    sel = Selection(selected=[nodes[1]], out_of_candidate=[
-        OutOfCandidate(name="Elsewhere", grounded=True, id="e9", kg_name="Elsewhere"),
-        OutOfCandidate(name="Nowhere", grounded=False)])
-    return Answer(question=cand.question, answer=["Dee <b>"], candidate=cand, selection=sel,
-                  ranked=[RankedName(name="Dee <b>", score=-1.0, id="d")], decode="ranked")
-
-
-def test_evidence_paths_are_shortest_paths_from_a_seed_both_directions():
-    ans = _answer()
-    paths = evidence_paths(ans.candidate, "d")
-    assert len(paths) == 2 and all(len(p) == 2 for p in paths)
-    names = {n.id: n.name for n in ans.candidate.nodes}
-    texts = {path_text(p, names, "d") for p in paths}
-    assert "Tom ←starred_actors— Film One —directed_by→ Dee <b>" in texts
-    assert evidence_paths(ans.candidate, "tom") == [[]]  # a seed answers itself
-    assert evidence_paths(ans.candidate, "nowhere") == []
-    ev = answer_evidence(ans)
-    assert ev[0].answer == "Dee <b>" and ev[0].id == "d" and len(ev[0].text) == 2
+from talent_core.ui.kg import (
+    ComponentIds,
+    Extra,
+    component_text,
+    elements,
+    neighbourhood_elements,
+)
 
 
 def test_roles_colour_every_kind_of_node_and_keep_html_out_of_the_component():
-    ans = _answer()
+    ans = sample_answer()
     extra = Extra()
     extra.edges.add(("e9", "directed_by", "f1"))  # the grounded out-of-S node, joined to S
     ids = ComponentIds()
@@ -229,8 +192,6 @@ def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monke
     def script():
         import streamlit as st
 
-        from app.common import graph, graph_ids
-        from app.kg import elements
         from talent_core.models import (
             Answer,
             Candidate,
@@ -239,6 +200,8 @@ def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monke
             OutOfCandidate,
             Selection,
         )
+        from talent_core.ui.common import graph, graph_ids
+        from talent_core.ui.kg import elements
 
         xss = """<img src=x onerror="window.top.document.title='XSSID';alert(1)">"""
         cand = Candidate(question="q", nodes=[CandidateNode(id=xss, name=xss, seed=True),
@@ -258,46 +221,6 @@ def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monke
     assert at.session_state["got"] == [XSS, None, None, None, None, None, None, None, "b"]
 
 
-def test_cvt_labels_and_component_text():
-    assert readable_label("Gravity") == "Gravity"
-    assert readable_label("g.11b6", []) == "⟨CVT⟩ g.11b6"
-    assert readable_label("m.0abc", ["a.b.c", "a.b.d", "x.y"]) == "⟨a.b⟩ m.0abc"
+def test_component_text():
     assert component_text("<img src=x onerror=alert(1)>") == "‹img src=x onerror=alert(1)›"
     assert component_text("&lt;b&gt; & co") == "&\u200blt;b&\u200bgt; &\u200b co"
-
-
-def test_export_json_and_csv_carry_answers_and_their_paths():
-    ans = _answer()
-    ev = answer_evidence(ans)
-    data = json.loads(export_json(ans, ev))
-    assert data["answers"][0]["answer"] == "Dee <b>"
-    assert data["answers"][0]["evidence"][0][0]["src"] in ("Film One", "Film Two")
-    rows = list(csv.DictReader(io.StringIO(export_csv(ans, ev))))
-    assert len(rows) == 4 and {r["answer"] for r in rows} == {"Dee <b>"}
-    assert [r["step"] for r in rows] == ["1", "2", "1", "2"]
-
-
-class _Vec:
-    dimension = 4
-
-    def encode(self, texts, progress=False):
-        import numpy as np
-
-        return np.ones((len(texts), 4), dtype="float32") / 2
-
-
-def test_store_lookups_on_the_memory_store():
-    from talent_core.store.memory import MemoryStore
-
-    store = MemoryStore()
-    store.upsert_entities([("a", "Gravity", [1, 0, 0, 0]), ("b", "Alfonso Cuarón", [0, 1, 0, 0]),
-                           ("c", "Gravity Falls", [0.5, 0.5, 0.5, 0.5])])
-    store.upsert_relations([("directed_by", [1, 0, 0, 0])])
-    store.upsert_triples([Edge(src="a", rel="directed_by", dst="b")])
-    found = find_entities(store, _Vec(), "Gravity")
-    assert found[0][0].id == "a" and found[0][1] == "exact name"
-    assert {e.id for e, _, _ in found} >= {"a", "c"}
-    sub = one_hop(store, "a")
-    assert {(e.src, e.rel, e.dst) for e in sub.edges} == {("a", "directed_by", "b")}
-    missing = missing_topics(store, _Vec(), ["Gravity", "Tom Hanks"])
-    assert list(missing) == ["Tom Hanks"] and missing["Tom Hanks"]

@@ -36,6 +36,15 @@ def _ok(at: AppTest) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+def _page(path: str) -> AppTest:
+    """The app switched to the page ``path``, run without errors."""
+    at = _app()
+    at.switch_page(path)
+    at.run()
+    _ok(at)
+    return at
+
+
 def _texts(at: AppTest) -> str:
     return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption]
                      + [w.value for w in at.warning] + [i.value for i in at.info])
@@ -105,10 +114,7 @@ def test_ask_example_question_and_retrieval_graph(use_toy):
 
 
 def test_explore_finds_an_entity_shows_its_neighbourhood_and_carries_it_to_ask(use_toy):
-    at = _app()
-    at.switch_page("views/explore.py")
-    at.run()
-    _ok(at)
+    at = _page("views/explore.py")
     at.text_input(key="explore_query").input("Gravity")
     at.run()
     _ok(at)
@@ -184,10 +190,7 @@ def test_load_good_file_fills_the_store(empty_store):
 
 
 def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
-    at = _app()
-    at.switch_page("views/evaluate.py")
-    at.run()
-    _ok(at)
+    at = _page("views/evaluate.py")
     at.radio(key="eval_src").set_value("upload a question file")
     at.run()
     at.file_uploader(key="eval_upload").set_value(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.safe import plain, report_plots, safe_upload_name, upload_path
+from talent_core.ui.safe import plain, report_plots, safe_upload_name, upload_path
 
 
 @pytest.mark.parametrize("name, expected", [

@@ -18,6 +18,7 @@ Run alone: `pytest -m browser`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -326,6 +327,82 @@ def _walk(url: str, d) -> None:
     _shot(d, "8-evaluate-saved-reports")
 
 
+
+# --- the newcomer's walk (issue 28): the defaults answer -----------------------------------
+def _answer_lines(d) -> list[str]:
+    """The bold answer lines of the page: "Answer: X" or "M answers: A | B …"."""
+    return [el.text for el in d.find_elements(
+        "css selector", '[data-testid="stMain"] [data-testid="stMarkdown"] p')
+        if el.find_elements("css selector", "strong")
+        and re.match(r"(Answer:|\d+ answers:)", el.text)]
+
+
+def _log_clean(log: Path) -> None:
+    bad = [ln for ln in log.read_text().splitlines()
+           if ("warning" in ln.lower() or "deprecat" in ln.lower() or "Traceback" in ln)
+           and not any(k in ln for k in KNOWN)]
+    assert not bad, bad
+
+
+def test_newcomer_walk(server, driver):
+    """What a newcomer does first, touching no setting: Ask (full mode by default) answers
+    the README's question (the toy KG's version); a typo'd name is read as the KG's entity;
+    a made-up entity is "not in the KG" with no answer; Evaluate's default runs."""
+    url, log = server
+    d = driver
+    try:
+        _newcomer(url, d)
+    except Exception:
+        _shot(d, "newcomer-failure")
+        (ARTIFACTS / "newcomer-failure.html").write_text(d.page_source)
+        raise
+    _log_clean(log)
+
+
+def _newcomer(url: str, d) -> None:
+    # --- Ask, as it opens: the README's question answers (full mode is the default)
+    _open(d, url + "/")
+    checked = d.find_elements(
+        "xpath", '//div[contains(@class,"st-key-mode")]//label[.//input[@checked] or '
+                 './/input[@aria-checked="true"]]')
+    assert checked and checked[0].text.strip() == "full", [c.text for c in checked]
+    _type(d, "question", "which movies did Keanu Reeves star in")
+    _click(d, "ask")
+    _wait(d, lambda d: _answer_lines(d), 300, "the default Ask gave no answer")
+    assert not d.find_elements("css selector", '[data-testid="stException"]')
+    _wait(d, lambda d: _node_count(d) > 1, 60, "the graph did not render")
+    time.sleep(1.5)  # the layout's animation
+    _shot(d, "newcomer-1-ask-readme-question")
+    # --- a one-letter typo in a name: read as the KG's entity, and answered
+    _type(d, "question", "who directed Incepton")
+    _click(d, "ask")
+    _wait(d, lambda d: "Reading “Incepton” as Inception" in _text(d), 180,
+          "no 'Reading … as …' notice")
+    _wait(d, lambda d: _answer_lines(d), 60, "the typo'd question gave no answer")
+    _shot(d, "newcomer-2-ask-typo")
+    # --- a made-up entity: "not in the KG" and no bold answer under it
+    _type(d, "question", "who directed Zorblax Quenmire")
+    _click(d, "ask")
+    _wait(d, lambda d: "is not in the KG" in _text(d), 180, "no 'not in the KG' notice")
+    assert not _answer_lines(d), _answer_lines(d)
+    assert "Reading “" not in _text(d)  # the previous question's notice is gone
+    _shot(d, "newcomer-3-ask-absent-entity")
+
+    # --- Evaluate: its default (the bundled examples), as it opens
+    _open(d, url + "/evaluate")
+    _click(d, "eval_run")
+    _wait(d, lambda d: "rows (" in _text(d) or d.find_elements(
+        "css selector", '[data-testid="stException"], [data-testid="stAlertContentError"]'),
+        600, "Evaluate's default did not finish")
+    errors = d.find_elements("css selector", '[data-testid="stException"], '
+                                              '[data-testid="stAlertContentError"]')
+    assert not errors, [e.text for e in errors]
+    assert "rows (" in _text(d)
+    d.execute_script("window.scrollTo(0, document.body.scrollHeight)")
+    time.sleep(1)
+    _shot(d, "newcomer-4-evaluate-default")
+
+
 # --- stored XSS in the graph component (issue 26, item 1) -------------------------------
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from xss_page import ANSWER, ENTITY, EXPANDED, MISSING, OOC, REL, XSS, payload  # noqa: E402
@@ -372,8 +449,8 @@ next();
 @pytest.fixture(scope="module")
 def xss_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A store of its own holding STORE (real MiniLM embeddings, for Explore's search)."""
-    from loaders.api import load_path
     from talent_core.config import Settings
+    from talent_core.loaders.api import load_path
     from talent_core.store.falkordb import FalkorDBStore
     from talent_core.store.falkordb_server import EmbeddedServer
 
@@ -418,7 +495,7 @@ def _audit(d, where: str, texts: list[str]) -> list[dict]:
     ``texts`` shown as its look-alike; no script ran. Returns the elements' panels."""
     from selenium.common.exceptions import UnexpectedAlertPresentException
 
-    from app.kg import component_text
+    from talent_core.ui.kg import component_text
 
     d.set_script_timeout(120)
     frame = _el(d, 'iframe[title*="st_link_analysis"]')
@@ -449,7 +526,7 @@ def _on_node(d, kg_id: str, action: str = "click") -> None:
     look-alike: the node centred in the component, the mouse at the centre."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    from app.kg import component_text
+    from talent_core.ui.kg import component_text
 
     frame = _el(d, 'iframe[title*="st_link_analysis"]')
     d.execute_script("arguments[0].scrollIntoView({block: 'center'})", frame)
@@ -498,7 +575,7 @@ def test_browser_graph_shows_kg_text_literally_and_runs_no_script(xss_env, drive
 
 
 def _xss_app(d, url: str) -> None:
-    from app.kg import component_text
+    from talent_core.ui.kg import component_text
 
     store_texts = [XSS, RELATION, ID, NAME, ENTITY, ATTR]
     # Explore: the issue's steps, then every node and edge

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from talent_core.cli import app
+from talent_core.commands import app
 from talent_core.pipeline import bundled_adapters_dir
 
 pytestmark = pytest.mark.slow

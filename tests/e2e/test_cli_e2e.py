@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from talent_core.cli import app
+from talent_core.commands import app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 runner = CliRunner()
@@ -117,6 +117,41 @@ def test_ask_ranked_answers_are_kg_nodes_with_kg_casing(use_toy, tmp_path):
     assert r.exit_code == 2 and "--decode must be free or ranked" in r.output
 
 
+def test_ask_json_carries_the_evidence_paths_the_ui_shows(use_toy, tmp_path):
+    """`evidence`: per answer, its id and paths from a seed of S over S's edges (hops with
+    names and ids, and as text), the UI export's `answers`; without --json the same paths
+    are printed as `evidence:` lines."""
+    from tiny_llm import tiny_llama
+
+    model = tiny_llama(tmp_path / "tiny")
+    args = ("ask", "who directed Gravity", "--topic", "Gravity", "--base-model", str(model),
+            "--decode", "ranked", "--planner", "none")
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    ev = out["evidence"]
+    assert [e["answer"] for e in ev] == out["answer"] and ev
+    kg = {n["id"]: n for n in out["candidate"]}
+    seeds = {i for i, n in kg.items() if n["seed"]}
+    assert any(e["evidence"] for e in ev), "a ranked answer is a node of S: it has a path"
+    for e in ev:
+        assert e["id"] in kg and kg[e["id"]]["name"] == e["answer"]
+        assert len(e["evidence"]) == len(e["evidence_text"]) <= 3
+        for hops, text in zip(e["evidence"], e["evidence_text"], strict=True):
+            node = e["id"]  # walk back from the answer: each hop touches the node reached
+            for h in reversed(hops):
+                assert node in (h["src_id"], h["dst_id"])
+                assert (h["src"], h["dst"]) == (kg[h["src_id"]]["name"],
+                                                kg[h["dst_id"]]["name"])
+                node = h["src_id"] if h["dst_id"] == node else h["dst_id"]
+            assert node in seeds
+            assert text.startswith(kg[node]["name"]) and e["answer"] in text
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("evidence: ")]
+    assert lines == [f"evidence: {e['answer']}: {t}" for e in ev for t in e["evidence_text"]]
+
+
 def test_ask_rejects_missing_adapter_dir(use_toy, tmp_path):
     r = run("ask", "who directed Gravity", "--retriever", str(tmp_path / "nope"))
     assert r.exit_code != 0
@@ -158,8 +193,8 @@ def test_ask_with_a_graph_prompt_generator(use_toy, tmp_path):
     from tiny_llm import sample_candidate, tiny_llama
 
     from talent_core.llm.data import TrainingExample
-    from talent_core.llm.train import train_generator
-    from talent_core.llm.trainer import TrainConfig
+    from talent_core.training.llm import train_generator
+    from talent_core.training.trainer import TrainConfig
 
     model = tiny_llama(tmp_path / "tiny")
     r = run("ask", "who directed Gravity", "--base-model", str(model),

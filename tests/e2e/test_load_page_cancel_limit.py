@@ -47,12 +47,12 @@ def settings_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch
 def test_app_command_passes_the_upload_limit_to_streamlit(settings_env):
     from typer.testing import CliRunner
 
-    from talent_core import cli
+    from talent_core.commands import app, ui
 
     calls: list[list[str]] = []
-    settings_env.setattr(cli.os, "execv", lambda path, cmd: calls.append(cmd))
+    settings_env.setattr(ui.os, "execv", lambda path, cmd: calls.append(cmd))
     settings_env.setenv("TALENT_MAX_UPLOAD_MB", "7")
-    res = CliRunner().invoke(cli.app, ["app", "--port", "8599"])
+    res = CliRunner().invoke(app, ["app", "--port", "8599"])
     assert res.exit_code == 0, res.output
     cmd = calls[0]
     assert cmd[cmd.index("--server.maxUploadSize") + 1] == "7"
@@ -113,7 +113,7 @@ def cancel_server(toy_env, tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
            # this checkout's CLI and app, whatever the environment has installed
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
                                                         os.environ.get("PYTHONPATH")]))}
-    cmd = [sys.executable, "-m", "talent_core.cli", "app", "--port", str(port)]
+    cmd = [sys.executable, "-m", "talent_core", "app", "--port", str(port)]
     try:
         with serve_command(cmd, port, env, tmp_path) as (url, log):
             yield url, data, log

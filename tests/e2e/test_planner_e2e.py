@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from talent_core.cli import app
+from talent_core.commands import app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "metaqa"
 runner = CliRunner()

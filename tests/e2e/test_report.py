@@ -9,19 +9,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from talent_core.cli import app
-from talent_core.metrics import hallucinated, hit_at_any, substring_hit
+from talent_core.commands import app
+from talent_core.evaluation.datasets import Item, select_items
+from talent_core.evaluation.metrics import hallucinated, hit_at_any, substring_hit
+from talent_core.evaluation.runner import plan, read_rows
+from talent_core.evaluation.summary import strip_timings
+from talent_core.evaluation.sweep import ReportError, parse_sweep, sweep_points
 from talent_core.questions import QARecord
-from talent_core.report import (
-    Item,
-    ReportError,
-    parse_sweep,
-    plan,
-    read_rows,
-    select_items,
-    strip_timings,
-    sweep_points,
-)
 from talent_core.retrieval.config import RetrievalConfig
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -88,7 +82,9 @@ def test_retrieval_report_outputs_determinism_and_resume(use_toy, tmp_path):
                  "## Per question type", "## Latency (ms)", "## Metric definitions",
                  "coverage_vs_size.png", "hallucination rate"):
         assert text in md
-    assert report["run"]["retrievals"] == 9 * 2 * 2  # one per question, rule and k
+    # one per question, k and candidate: pcst's two prize rules and the vector retriever's
+    assert report["run"]["retrievals"] == 9 * 3 * 2
+    assert all("retrieve_vector" in r["timings_ms"] for r in rows if r["method"] == "vector")
 
     # the same command twice: identical numbers (timings aside)
     r = run(*RETRIEVAL_ARGS, "--report", str(b))
@@ -193,7 +189,7 @@ def test_explagraphs_report_with_tiny_model(tmp_path):
     tsv = FIXTURES / "explagraphs" / "sample.tsv"
     recs = read_explagraphs(tsv)
     ann = tmp_path / "ann.jsonl"
-    ann.write_text("".join(json.dumps({"id": r.key(), "gold_nodes": [r.triples[0][0]]}) + "\n"
+    ann.write_text("".join(json.dumps({"id": r.id, "gold_nodes": [r.triples[0][0]]}) + "\n"
                            for r in recs))
     model = tiny_llama(tmp_path / "tiny")
     out = tmp_path / "eg"
@@ -209,6 +205,10 @@ def test_explagraphs_report_with_tiny_model(tmp_path):
                for r in rows if r["method"] == "llm-ranked")  # the label task, ranked
     assert report["dataset"]["store"] is None
     assert "Accuracy" in (out / "report.md").read_text()
+    # one example id everywhere: the loader's (what the store and training examples carry)
+    from talent_core.loaders.explagraphs import example_id
+
+    assert {row["id"] for row in rows} == {example_id(x.arg1, x.arg2) for x in recs[:3]}
 
 
 # --- pure parts ---------------------------------------------------------------------------
@@ -284,3 +284,35 @@ def test_answer_metrics():
     # eq. 16: nothing is hallucinated when the answer is right; else V̂ \ S minus gold
     assert hallucinated(["a", "b", "c"], ["a"], ["b"], hit1=1.0) == 0
     assert hallucinated(["a", "b", "c"], ["a"], ["b"], hit1=0.0) == 1
+
+
+def test_latency_percentile_is_one_definition():
+    """Reports and bench/ read one percentile: the sorted values' element at index
+    min(n - 1, floor(q/100 * n)), no interpolation."""
+    from talent_core.evaluation.latency import latency_summary, percentile, stage_latency
+
+    assert percentile([5, 1, 4, 2, 3], 50) == 3 and percentile([5, 1, 4, 2, 3], 95) == 5
+    assert percentile([1, 2, 3, 4], 50) == 3  # the upper middle value
+    assert percentile(range(1, 101), 95) == 96 and percentile([], 50) is None
+    assert latency_summary([1.4, 2.6, 10.0]) == {"mean_ms": 5, "p50_ms": 3, "p95_ms": 10}
+    rows = [{"timings_ms": {"total": 2.0}}, {"timings_ms": {}}, {"timings_ms": {"total": 4.0}}]
+    assert stage_latency(rows, "total") == {"mean_ms": 3, "p50_ms": 4, "p95_ms": 4}
+    assert stage_latency(rows, "generator") is None
+
+
+def test_explagraphs_items_carry_the_loaders_example_id(tmp_path):
+    """Report items, training examples and the store share one ExplaGraphs example id; an
+    annotations file keyed by the older content hash is still read."""
+    from talent_core.evaluation.datasets import read_items
+    from talent_core.llm.explagraphs import read_explagraphs, to_example
+    from talent_core.loaders.explagraphs import ExplaGraphsReader
+    from talent_core.loaders.items import Record
+
+    tsv = FIXTURES / "explagraphs" / "sample.tsv"
+    stored = [x.data["id"] for x in ExplaGraphsReader(tsv) if isinstance(x, Record)]
+    recs = read_explagraphs(tsv)
+    assert [i.id for i in read_items([tsv], "explagraphs")] == stored
+    assert [to_example(r, None).id for r in recs] == stored
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"id": recs[0].key(), "gold_nodes": ["x"]}) + "\n")
+    assert read_items([tsv], "explagraphs", old)[0].retrieval_gold == ["x"]

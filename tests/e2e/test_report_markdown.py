@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-from talent_core.cli import app
+from talent_core.commands import app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")

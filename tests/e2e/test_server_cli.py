@@ -78,7 +78,7 @@ def test_detached_server_outlives_its_command_and_stops_when_idle(tmp_path):
     kb.write_text("".join(f"e{i}|r{i % 3}|e{i + 1}\n" for i in range(40)))
     try:
         load = subprocess.run(
-            [sys.executable, str(REPO / "tests" / "hash_cli.py"), "loaders.cli", "load",
+            [sys.executable, str(REPO / "tests" / "hash_cli.py"), "talent_core", "load",
              str(kb), "--format", "metaqa", "--no-progress"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert load.returncode == 0, load.stderr

@@ -23,8 +23,7 @@ ANSWER, REL, OOC, MISSING, EXPANDED = (payload(f) for f in
 def page() -> None:
     import streamlit as st
 
-    from app.common import graph, graph_ids
-    from app.kg import Extra, answer_evidence, elements
+    from talent_core.explore import answer_evidence
     from talent_core.models import (
         Answer,
         Candidate,
@@ -37,6 +36,8 @@ def page() -> None:
         Selection,
         Subgraph,
     )
+    from talent_core.ui.common import graph, graph_ids
+    from talent_core.ui.kg import Extra, elements
 
     nodes = [CandidateNode(id="Tom Hanks", name="Tom Hanks", seed=True),
              CandidateNode(id=XSS, name=XSS), CandidateNode(id=ANSWER, name=ANSWER),

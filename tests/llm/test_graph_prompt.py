@@ -15,12 +15,12 @@ from tiny_llm import sample_candidate, sample_examples
 from talent_core.llm import graph_prompt as gp
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.features import fit_generator_view
-from talent_core.llm.graph_trainer import example_loss
-from talent_core.llm.lm import load_models
+from talent_core.llm.loading import load_models
 from talent_core.llm.models import add_lora, load_base, lora_config
-from talent_core.llm.train import train_generator
-from talent_core.llm.trainer import TrainConfig
 from talent_core.models import OutOfCandidate, Selection
+from talent_core.training.graph_trainer import example_loss
+from talent_core.training.llm import train_generator
+from talent_core.training.trainer import TrainConfig
 
 EMB = HashEmbedder(16)
 

@@ -8,8 +8,8 @@ import typer
 from tiny_llm import sample_candidate
 from typer.testing import CliRunner
 
-from talent_core.llm.cli import annotate_explagraphs, train_generator, train_retriever
-from talent_core.llm.data import DataError, read_examples, write_examples
+from talent_core.errors import DataError
+from talent_core.llm.data import read_examples, write_examples
 from talent_core.llm.explagraphs import (
     annotate,
     parse_graph,
@@ -94,12 +94,9 @@ def test_annotation_with_tiny_model_runs(tiny_dir, settings, tmp_path) -> None:
 
 
 def _app() -> typer.Typer:
-    app = typer.Typer()
-    train = typer.Typer()
-    app.add_typer(train, name="train")
-    train.command("retriever")(train_retriever)
-    train.command("generator")(train_generator)
-    app.command("annotate-explagraphs")(annotate_explagraphs)
+    """The `talent` app: its group says TalentErrors (a bad examples file) with exit 2."""
+    from talent_core.commands import app
+
     return app
 
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 from tiny_llm import tiny_llama
 
+from talent_core.errors import BaseModelMismatch
 from talent_core.llm import models as llm_models
 from talent_core.llm.models import (
-    BaseModelMismatch,
     add_lora,
     canonical_name,
     load_adapter,

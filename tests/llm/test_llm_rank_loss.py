@@ -14,8 +14,8 @@ from talent_core.llm.lm import LoadedLM
 from talent_core.llm.loss import ranking_loss, sequence_loss, sft_and_rank_loss
 from talent_core.llm.models import read_meta
 from talent_core.llm.ranking import continuation_scores
-from talent_core.llm.train import train_generator
-from talent_core.llm.trainer import TrainConfig
+from talent_core.training.llm import train_generator
+from talent_core.training.trainer import TrainConfig
 
 
 def test_ranking_loss_values() -> None:

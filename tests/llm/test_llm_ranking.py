@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from talent_core.llm.lm import LoadedLM, load_models
+from talent_core.llm.lm import LoadedLM
+from talent_core.llm.loading import load_models
 from talent_core.llm.ranking import Scored, continuation_scores, select_top
 from talent_core.llm.retriever import RetrieverModel
 
@@ -83,7 +84,7 @@ def test_ranked_generator_scores_context_names(tiny_dir, settings, candidate) ->
 
 
 def test_tune_curve_and_choices() -> None:
-    from talent_core.llm.tune import choose_answer_margin, choose_retriever, curve, set_scores
+    from talent_core.training.tune import choose_answer_margin, choose_retriever, curve, set_scores
 
     # q1: gold ranked 2nd of 4; q2: gold first; q3: no gold in S
     q1 = [(-1.0, False), (-1.5, True), (-6.0, False), (-9.0, False)]
@@ -110,7 +111,7 @@ def test_cli_tune_ranking_writes_metadata(tiny_dir, tmp_path) -> None:
     from tiny_llm import sample_candidate
     from typer.testing import CliRunner
 
-    from talent_core.cli import app
+    from talent_core.commands import app
     from talent_core.llm.data import TrainingExample, write_examples
     from talent_core.llm.models import (
         add_lora,

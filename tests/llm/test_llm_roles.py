@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from talent_core.llm.generator import GeneratorModel
-from talent_core.llm.lm import LoadedLM, load_models
+from talent_core.llm.lm import LoadedLM
+from talent_core.llm.loading import load_models
 from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
 from talent_core.llm.retriever import RetrieverModel
 from talent_core.models import Selection

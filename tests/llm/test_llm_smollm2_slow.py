@@ -24,10 +24,10 @@ def test_smollm2_convert_train_generate(smol_settings, tmp_path) -> None:
     from tiny_llm import sample_candidate
 
     from talent_core.llm.data import TrainingExample
-    from talent_core.llm.lm import load_models
+    from talent_core.llm.loading import load_models
     from talent_core.llm.models import resolve_base_model
-    from talent_core.llm.train import train_retriever
-    from talent_core.llm.trainer import TrainConfig
+    from talent_core.training.llm import train_retriever
+    from talent_core.training.trainer import TrainConfig
 
     path = resolve_base_model("smollm2", smol_settings.model_cache_dir)
     files = set(os.listdir(path))

@@ -7,10 +7,11 @@ import pytest
 from safetensors.torch import load_file
 from tiny_llm import sample_examples
 
+from talent_core.errors import ResumeMismatch
 from talent_core.llm.data import TrainingExample, read_examples, write_examples
 from talent_core.llm.models import read_meta
-from talent_core.llm.train import train_generator, train_retriever
-from talent_core.llm.trainer import ResumeMismatch, TrainConfig
+from talent_core.training.llm import train_generator, train_retriever
+from talent_core.training.trainer import TrainConfig
 
 
 def _examples(n: int = 3) -> list[TrainingExample]:

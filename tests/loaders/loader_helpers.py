@@ -1,5 +1,5 @@
 """Helpers for the loader tests: fixture paths, an in-memory GraphStore, the shared data
-location, and a subprocess runner for the standalone loader CLI (`python -m loaders.cli`)."""
+location, and a subprocess runner for the `talent` CLI (`python -m talent_core`)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class FakeStore:
 
 
 # the loaders' CLI in a subprocess, with the TEST-ONLY hash embedder selectable
-CLI = [sys.executable, str(REPO / "tests" / "hash_cli.py"), "loaders.cli"]
+CLI = [sys.executable, str(REPO / "tests" / "hash_cli.py"), "talent_core"]
 
 
 def cli_env(data_dir: Path, **extra: str) -> dict[str, str]:

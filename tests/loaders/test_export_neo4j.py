@@ -25,10 +25,11 @@ import pytest
 from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES, small_tmpfs
 
-from loaders.api import load_path
 from talent_core.config import Settings
+from talent_core.errors import ExportError
+from talent_core.loaders.api import load_path
 from talent_core.models import Edge
-from talent_core.store.export import ExportError, export_neo4j_import
+from talent_core.store.export import export_neo4j_import
 
 DIM = 16
 

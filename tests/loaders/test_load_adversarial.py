@@ -23,10 +23,10 @@ import pytest
 from hash_embedder import HashEmbedder
 from loader_helpers import FakeStore, run_cli, small_tmpfs
 
-from loaders.api import load_path
-from loaders.base import BadRow, LoadError, Row
-from loaders.errors import OutputError
-from loaders.triples import TriplesReader, parse_columns
+from talent_core.errors import LoadError, OutputError
+from talent_core.loaders.api import load_path
+from talent_core.loaders.base import BadRow, Row
+from talent_core.loaders.triples import TriplesReader, parse_columns
 
 
 def load(path, fmt, store, tmp_path: Path, **kw):
@@ -403,12 +403,12 @@ def test_rejects_file_and_its_new_folders_are_owner_only(tmp_path: Path):
 
 def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every output file the loader opens writes to /dev/full (ENOSPC on write)."""
-    import loaders.base
+    from talent_core.loaders import base as loader_base
 
     def opener(path: str, flags: int) -> int:
         return os.open("/dev/full", os.O_WRONLY)
 
-    monkeypatch.setattr(loaders.base, "owner_only", opener)
+    monkeypatch.setattr(loader_base, "owner_only", opener)
 
 
 @pytest.mark.parametrize("rows", [50, 20_000])  # fails at the final flush / while loading

@@ -15,9 +15,9 @@ import redis
 from hash_embedder import HashEmbedder
 from loader_helpers import BAD, FIXTURES
 
-from loaders.api import load_path
-from loaders.base import LoadError
 from talent_core.config import Settings
+from talent_core.errors import LoadError
+from talent_core.loaders.api import load_path
 from talent_core.store import falkordb_bulk
 from talent_core.store.export import _pages
 from talent_core.store.falkordb_bulk import BulkSession, SeenTriples

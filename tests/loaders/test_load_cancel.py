@@ -12,8 +12,8 @@ from pathlib import Path
 from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES, FakeStore
 
-from loaders.api import load_path
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
 
 DIM = 16
 

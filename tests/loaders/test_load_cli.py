@@ -1,5 +1,5 @@
-"""The `load` / `stats` commands as a user runs them (`python -m loaders.cli`, the same
-functions `talent load` / `talent stats` register)."""
+"""The `load` / `stats` commands as a user runs them (`talent load` / `talent stats`, run as
+`python -m talent_core` in a subprocess)."""
 
 from __future__ import annotations
 

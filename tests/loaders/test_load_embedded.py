@@ -9,8 +9,8 @@ from pathlib import Path
 from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES
 
-from loaders.api import load_path
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
 from talent_core.store.base import ExpansionCaps
 
 DIM = 16

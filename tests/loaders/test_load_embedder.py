@@ -7,8 +7,8 @@ import pytest
 from hash_embedder import HashEmbedder, parse_hash_model
 from loader_helpers import FIXTURES
 
-from loaders.embedders import make_embedder
 from talent_core.config import Settings
+from talent_core.loaders.embedders import make_embedder
 
 
 def test_hash_embedder_is_deterministic_and_normalised():
@@ -42,8 +42,8 @@ def test_bf16_names_match_fp32_embeddings():
 
 
 def test_hash_embedder_is_usable_by_the_pipeline_and_not_selectable_in_production() -> None:
-    import loaders.embedders as le
     import talent_core.embedding as te
+    import talent_core.loaders.embedders as le
     from talent_core.retrieval import question_encoding
 
     assert not hasattr(te, "HashEmbedder") and not hasattr(le, "HashEmbedder")

@@ -15,8 +15,8 @@ import pytest
 from hash_embedder import HashEmbedder
 from loader_helpers import BAD, FIXTURES, FakeStore, run_cli
 
-from loaders.api import load_path
-from loaders.base import LoadError
+from talent_core.errors import LoadError
+from talent_core.loaders.api import load_path
 
 
 def load(path, fmt, store, tmp_path: Path, **kw):

@@ -11,9 +11,9 @@ import pytest
 from hash_embedder import HashEmbedder
 from loader_helpers import FIXTURES, FakeStore
 
-from loaders.api import load_path
-from loaders.base import LoadError
 from talent_core.config import Settings
+from talent_core.errors import LoadError
+from talent_core.loaders.api import load_path
 
 
 def _load(store, tmp_path, name="rmanluo/RoG-webqsp", split="test"):

@@ -10,9 +10,9 @@ import pytest
 from hash_embedder import HashEmbedder
 from loader_helpers import BAD, FIXTURES, FakeStore
 
-from loaders.api import dataset_name, detect_format, load_path
-from loaders.base import LoadError
 from talent_core.config import Settings
+from talent_core.errors import LoadError
+from talent_core.loaders.api import dataset_name, detect_format, load_path
 
 KB = FIXTURES / "metaqa" / "kb.txt"
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from loader_helpers import BAD, FIXTURES
 
-from loaders.base import BadRow, LoadError, Record, Row
-from loaders.explagraphs import ExplaGraphsReader, example_id, parse_graph
-from loaders.io import LineSource, iter_json_array
-from loaders.metaqa import MetaQAReader
-from loaders.ntriples import NTriplesReader, local_name, unescape
-from loaders.rog import RoGFileReader, RoGParquetReader
-from loaders.triples import TriplesReader, parse_columns
+from talent_core.errors import LoadError
+from talent_core.loaders.base import BadRow, Record, Row
+from talent_core.loaders.explagraphs import ExplaGraphsReader, example_id, parse_graph
+from talent_core.loaders.io import LineSource, iter_json_array
+from talent_core.loaders.metaqa import MetaQAReader
+from talent_core.loaders.ntriples import NTriplesReader, local_name, unescape
+from talent_core.loaders.rog import RoGFileReader, RoGParquetReader
+from talent_core.loaders.triples import TriplesReader, parse_columns
 
 
 def items(reader):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hash_embedder import HashEmbedder
 
-from loaders.api import load_path
 from talent_core.config import Settings
+from talent_core.loaders.api import load_path
 
 pytestmark = pytest.mark.data
 

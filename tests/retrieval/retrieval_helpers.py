@@ -56,13 +56,19 @@ class BowEmbedder(SentenceTokens):
         return self.encode([text])[0]
 
 
-def read_triples(path: Path) -> list[tuple[str, str, str]]:
+def kb(text: str) -> list[tuple[str, str, str]]:
+    """Triples written as MetaQA's kb.txt writes them: one ``head|relation|tail`` a line
+    (other lines skipped)."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         parts = line.split("|")
         if len(parts) == 3:
             out.append((parts[0], parts[1], parts[2]))
     return out
+
+
+def read_triples(path: Path) -> list[tuple[str, str, str]]:
+    return kb(path.read_text(encoding="utf-8"))
 
 
 def memory_store(triples: Sequence[tuple[str, str, str]], embedder: BowEmbedder) -> MemoryStore:

@@ -102,7 +102,8 @@ def test_query_path_imports_no_torch():
 
 
 def test_unsupported_models_fall_back(tmp_path):
-    from talent_core.embedding_numpy import NumpyBertEmbedder, UnsupportedModel
+    from talent_core.embedding_numpy import NumpyBertEmbedder
+    from talent_core.errors import UnsupportedModel
 
     with pytest.raises(UnsupportedModel):
         NumpyBertEmbedder(str(tmp_path))  # not a model directory

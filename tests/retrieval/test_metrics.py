@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from talent_core.metrics import (
+from talent_core.evaluation.metrics import (
     answer_key,
     hit_at_1,
     macro_average,

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from retrieval_helpers import kb
 
 from talent_core.retrieval.paths import expand_paths, path_score
 from talent_core.store.base import ExpansionCaps
@@ -9,18 +10,18 @@ from talent_core.store.expand import expand
 
 # A film X with director D; D directed films F1, F2; F1 stars A1, A2; F2 stars A2;
 # X stars A3; X has genre G, G has films F1, F3 (a "hub").
-TRIPLES = [
-    ("X", "directed_by", "D"),
-    ("F1", "directed_by", "D"),
-    ("F2", "directed_by", "D"),
-    ("F1", "starred_actors", "A1"),
-    ("F1", "starred_actors", "A2"),
-    ("F2", "starred_actors", "A2"),
-    ("X", "starred_actors", "A3"),
-    ("X", "has_genre", "G"),
-    ("F1", "has_genre", "G"),
-    ("F3", "has_genre", "G"),
-]
+TRIPLES = kb("""
+X|directed_by|D
+F1|directed_by|D
+F2|directed_by|D
+F1|starred_actors|A1
+F1|starred_actors|A2
+F2|starred_actors|A2
+X|starred_actors|A3
+X|has_genre|G
+F1|has_genre|G
+F3|has_genre|G
+""")
 SCORES = {"directed_by": 0.9, "starred_actors": 0.8, "has_genre": 0.1}
 
 

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
+from talent_core.errors import PlannerError
 from talent_core.models import Edge
 from talent_core.retrieval.planner import (
-    PlannerError,
     PlannerModel,
     fit,
     label_types,
@@ -149,13 +149,11 @@ def test_resolve_planner_checks_embedder_and_store_relations(tmp_path):
 
 
 def test_planned_ends_join_the_candidate_answers_likeliest_first():
-    from talent_core.pipeline import Pipeline
+    from talent_core.answer import join_planned
 
     model, _ = toy_model()
     model.meta["join_limit"] = 2
-    pipe = Pipeline(store=memory_store(), planner="none")
-    pipe._planner = (model, {"a"})
     kg = {"dir1": ("DIR1", "dir1")}  # already a candidate
-    pipe._join_planned(kg, {"dir1": 1.0, "film2": 0.2, "act1": 0.9, "dir2": 0.5})
+    join_planned(memory_store(), model, kg, {"dir1": 1.0, "film2": 0.2, "act1": 0.9, "dir2": 0.5})
     # the two likeliest planned ends not yet candidates, with the KG's names
     assert kg == {"dir1": ("DIR1", "dir1"), "act1": ("ACT1", "act1"), "dir2": ("DIR2", "dir2")}

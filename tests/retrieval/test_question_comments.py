@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from talent_core.questions import (
-    QuestionFileError,
-    is_comment,
-    read_question_files,
-    read_questions,
-)
+from talent_core.errors import QuestionFileError
+from talent_core.questions import is_comment, read_question_files, read_questions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
     "examples.txt"
@@ -61,7 +57,7 @@ def test_rog_jsonl_comments(tmp_path) -> None:
 
 def test_bundled_examples_read_by_every_reader() -> None:
     """The bundled examples (they start with a comment) through each reader."""
-    from talent_core.report import read_items
+    from talent_core.evaluation.datasets import read_items
 
     assert EXAMPLES.read_text(encoding="utf-8").startswith("#")
     recs = list(read_questions(EXAMPLES))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from retrieval_helpers import as_edges, memory_store, metaqa_fixture_questions
 
+from talent_core.evaluation.metrics import macro_average, retrieval_scores
 from talent_core.llm.textualise import textualise
-from talent_core.metrics import macro_average, retrieval_scores
 from talent_core.models import Candidate
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.pcst import is_connected

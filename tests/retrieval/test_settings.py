@@ -8,13 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from talent_core.config import Settings
+from talent_core.errors import RetrievalSettingsError
 from talent_core.pipeline import Pipeline
 from talent_core.questions import FORMAT_STOPWORDS, parse_question, read_questions
 from talent_core.retrieval.config import (
     MAX_HOPS,
     MIN_HOPS,
     RetrievalConfig,
-    RetrievalSettingsError,
     apply_overrides,
     field_bounds,
 )
@@ -94,7 +94,7 @@ runner = CliRunner()
 ])
 @pytest.mark.parametrize("command", ["retrieve", "ask"])
 def test_cli_rejects_bad_retrieval_options(command, args, option):
-    from talent_core.cli import app
+    from talent_core.commands import app
 
     r = runner.invoke(app, [command, "who directed [Gravity]", *args])
     assert r.exit_code == 2, r.output
@@ -104,7 +104,7 @@ def test_cli_rejects_bad_retrieval_options(command, args, option):
 def test_cli_retrieval_options_are_generated_from_the_config():
     import typer.main
 
-    from talent_core.cli import app
+    from talent_core.commands import app
 
     group = typer.main.get_command(app)
     for name in ("retrieve", "ask", "examples", "eval"):

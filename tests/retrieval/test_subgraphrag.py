@@ -11,11 +11,11 @@ import pytest
 import torch
 from retrieval_helpers import FIXTURES, BowEmbedder, memory_store
 
+from talent_core.errors import ScorerError
 from talent_core.questions import read_questions
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.subgraphrag import (
     META_FILE,
-    ScorerError,
     TripleScorer,
     bundled_scorer_dir,
     dde,
@@ -25,7 +25,7 @@ from talent_core.retrieval.subgraphrag import (
     structure_features,
     top_k,
 )
-from talent_core.retrieval.subgraphrag_train import ScorerTrainConfig, fit_scorer
+from talent_core.training.subgraphrag import ScorerTrainConfig, fit_scorer
 
 # a tiny directed graph: 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 3
 HEAD = np.array([0, 0, 1, 2])
@@ -169,7 +169,7 @@ def test_training_resumes_and_refuses_another_configuration(toy_scorer, mem_stor
                        progress=False)
     assert again["epochs_run"] == meta["epochs_run"]  # nothing left to train
     assert again["best_epoch"] == meta["best_epoch"]
-    from talent_core.retrieval.subgraphrag_train import ResumeMismatch
+    from talent_core.errors import ResumeMismatch
 
     with pytest.raises(ResumeMismatch):
         fit_scorer(_records(1, 2), _records(1), mem_store, bow, cfg,

@@ -1,0 +1,262 @@
+"""`talent retrieve`, `talent ask` and `talent examples`: a question (or a question file)
+through the Pipeline. Modules that take a while to import (the pipeline, GRAG) are imported
+in the commands: `talent --help` imports this module."""
+
+from __future__ import annotations
+
+import json as _json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from tqdm import tqdm
+
+from talent_core.commands.console import echo, fail, setup_logging
+from talent_core.commands.options import (
+    AdaptersOpt,
+    DecodeOpt,
+    FrozenRetriever,
+    GeneratorTypeOpt,
+    PlannerOpt,
+    QuestionFormatOpt,
+    Topic,
+    Verbose,
+    question_format,
+    retrieval_config,
+    retrieval_options,
+)
+from talent_core.commands.shared import empty_store_notice, frozen_notice, pipeline_for
+from talent_core.config import get_settings
+from talent_core.explore import (
+    Evidence,
+    answer_evidence,
+    evidence_json,
+    fill_closest,
+    link_notes,
+)
+from talent_core.llm.data import TrainingExample, write_examples
+from talent_core.models import Answer
+from talent_core.questions import read_questions
+from talent_core.retrieval.linking import not_in_kg
+from talent_core.text import check_question, printable_json
+
+ANSWERS_SHOWN = 10  # answers printed before "… and N more" (--json gives all)
+
+
+def candidate_json(candidate) -> dict:
+    """The `talent retrieve --json` shape."""
+    return {
+        "method": candidate.method,
+        "seeds": [s.model_dump() for s in candidate.seeds],
+        "nodes": [
+            {"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed} for n in candidate.nodes
+        ],
+        "edges": [
+            {"src": e.src, "rel": e.rel, "dst": e.dst, "prize": e.prize} for e in candidate.edges
+        ],
+        "truncated": candidate.truncated,
+        "timings_ms": candidate.timings_ms,
+    }
+
+
+@retrieval_options
+def retrieve(
+    question: Annotated[str | None, typer.Argument(
+        help="the question; names in square brackets are topic entities")] = None,
+    questions: Annotated[
+        Path | None, typer.Option("--questions", help="a question file: one JSON line each")
+    ] = None,
+    fmt: QuestionFormatOpt = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    topic: Topic = None,
+    json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    verbose: Verbose = False,
+    *,
+    retrieval: dict[str, Any],
+) -> None:
+    """Candidate subgraph S for a question (or every question of --questions FILE)."""
+    from talent_core.pipeline import Pipeline
+
+    setup_logging(verbose)
+    if (question is None) == (questions is None):
+        raise fail("give either a QUESTION or --questions FILE")
+    qfmt = question_format(fmt, questions)
+    config = retrieval_config(retrieval)
+    pipe = Pipeline(retrieval=config, question_format=qfmt)
+    empty_store_notice(pipe)
+    try:
+        if question is not None:
+            cand = pipe.retrieve(question, topic or None)
+            if json:
+                typer.echo(printable_json(candidate_json(cand)))
+            else:
+                _print_candidate(cand)
+            return
+        for rec in read_questions(questions, qfmt, limit):
+            cand = pipe.retrieve(rec.question, rec.topic_entities or None)
+            out = {"id": rec.id, "question": rec.question, "answers": rec.answers,
+                   **candidate_json(cand)}
+            typer.echo(printable_json(out))
+    finally:
+        pipe.close()
+
+
+
+def _print_candidate(cand) -> None:
+    names = {n.id: n.name for n in cand.nodes}
+    for note in link_notes(Answer(question=cand.question, candidate=cand,
+                                  not_in_kg=not_in_kg(cand.links))):
+        echo(note)
+    seeds = ", ".join(f"{s.name} ({'+'.join(s.sources)})" for s in cand.seeds)
+    echo(f"seeds: {seeds}")
+    typer.echo(f"S ({cand.method}): {len(cand.nodes)} nodes, {len(cand.edges)} edges"
+               + (" (neighbourhood truncated by a cap)" if cand.truncated else ""))
+    if cand.method == "grag":  # GRAG's text view: a tree per ego centre
+        from talent_core.retrieval.grag import describe
+
+        echo(describe(cand))
+        typer.echo("timings_ms: " + ", ".join(f"{k}={v:.1f}" for k, v in cand.timings_ms.items()))
+        return
+    for e in cand.edges:
+        echo(f"  {names.get(e.src, e.src)} --{e.rel}--> {names.get(e.dst, e.dst)}")
+    isolated = names.keys() - {e.src for e in cand.edges} - {e.dst for e in cand.edges}
+    for i in isolated:
+        echo(f"  {names[i]}")
+    typer.echo("timings_ms: " + ", ".join(f"{k}={v:.1f}" for k, v in cand.timings_ms.items()))
+
+
+@retrieval_options
+def ask(
+    question: Annotated[str, typer.Argument(
+        help="the question; names in square brackets are topic entities")],
+    retriever: Annotated[
+        Path | None, typer.Option("--retriever", help="retriever adapter dir (none: frozen)")
+    ] = None,
+    generator: Annotated[
+        Path | None, typer.Option("--generator", help="generator adapter dir")
+    ] = None,
+    no_retriever: Annotated[
+        bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
+    ] = False,
+    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    decode: DecodeOpt = None,
+    adapters: AdaptersOpt = None,
+    generator_type: GeneratorTypeOpt = None,
+    frozen_retriever: FrozenRetriever = False,
+    planner: PlannerOpt = None,
+    fmt: QuestionFormatOpt = None,
+    topic: Topic = None,
+    json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    verbose: Verbose = False,
+    *,
+    retrieval: dict[str, Any],
+) -> None:
+    """Answer a question with the full pipeline and show its evidence."""
+    setup_logging(verbose)
+    # before the store opens and the models load: an empty question is said at once
+    check_question(question, get_settings().max_question_chars)
+    if no_retriever and retriever is not None:
+        raise fail("--no-retriever and --retriever exclude each other")
+    config = retrieval_config(retrieval)
+    pipe = pipeline_for(config, retriever, generator, base_model, adapters, frozen_retriever,
+                     decode, question_format(fmt, None), generator_type=generator_type,
+                     planner=planner)
+    mode = "no-retriever" if no_retriever else "full"
+    empty_store_notice(pipe)
+    frozen_notice(pipe.frozen_in(mode))
+    try:
+        ans = pipe.ask(question, topic or None, mode=mode)
+        evidence = answer_evidence(ans, pipe.store)
+        fill_closest(pipe.store, pipe.embedder, ans)
+    finally:
+        pipe.close()
+    out = answer_json(ans, evidence)
+    if json:
+        typer.echo(printable_json(out))
+        return
+    for note in link_notes(ans):
+        echo(note)
+    if ans.not_in_kg:
+        echo("answer: (none: not in the KG)")
+        return
+    shown = ans.answer[:ANSWERS_SHOWN]
+    more = len(ans.answer) - len(shown)
+    echo(("answer: " if len(ans.answer) < 2 else f"{len(ans.answer)} answers: ")
+         + (" | ".join(shown) or "(none)") + (f" … and {more} more (--json: all)" if more else "")
+         + f"   [{ans.decode}, {ans.generator} generator]")
+    if ans.answer_path:
+        echo(f"  every end of the planned path {ans.answer_path}, best first")
+    for r in ans.ranked[:5]:
+        echo(f"  {r.score:9.3f}  {r.name}" + ("" if r.prior is None else
+                                               f"   (model {r.lm_score:.3f}, path prior "
+                                               f"{r.prior:.2f})"))
+    if ans.plan:
+        echo("planned relation paths: " + "; ".join(
+            f"{p.text} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
+    for ev in out["evidence"]:
+        for text in ev["evidence_text"]:
+            echo(f"evidence: {ev['answer']}: {text}")
+    echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
+          + ", ".join(n["name"] for n in out["selected"]))
+    for o in out["out_of_candidate"]:
+        echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+
+
+def answer_json(ans, evidence: list[Evidence] | None = None) -> dict:
+    """The `talent ask --json` shape; `evidence` (default: paths over S only) is the UI
+    export's `answers` (the same paths, in the same order, as the Ask page shows)."""
+    names = {n.id: n.name for n in ans.candidate.nodes}
+    sel = ans.selection
+    return {
+        "question": ans.question,
+        "answer": ans.answer,
+        "raw": ans.raw,
+        "method": ans.candidate.method,
+        "candidate": [{"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed}
+                      for n in ans.candidate.nodes],
+        "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
+        "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
+        "edges": [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
+                  for e in ans.edges],
+        "decode": ans.decode,
+        "ranked": [r.model_dump() for r in ans.ranked],
+        "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
+        "frozen": ans.frozen,
+        "generator": ans.generator,
+        "plan": [p.model_dump() for p in ans.plan],
+        "answer_path": ans.answer_path,
+        "links": [lk.model_dump() for lk in ans.candidate.links],
+        "not_in_kg": ans.not_in_kg,
+        "evidence": evidence_json(ans, answer_evidence(ans) if evidence is None else evidence),
+        "timings_ms": ans.timings_ms,
+    }
+
+
+@retrieval_options
+def examples(
+    questions: Annotated[Path, typer.Argument(help="question file with gold answers")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="training JSONL to write")],
+    fmt: QuestionFormatOpt = None,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    verbose: Verbose = False,
+    *,
+    retrieval: dict[str, Any],
+) -> None:
+    """Candidate subgraphs S + gold answers -> training examples for `talent train`."""
+    from talent_core.pipeline import Pipeline
+
+    setup_logging(verbose)
+    qfmt = question_format(fmt, questions)
+    pipe = Pipeline(retrieval=retrieval_config(retrieval), question_format=qfmt)
+    try:
+        recs = list(read_questions(questions, qfmt, limit))
+        out = []
+        for rec in tqdm(recs, desc="retrieve", unit="q"):
+            cand = pipe.retrieve(rec.question, rec.topic_entities or None)
+            out.append(TrainingExample(id=rec.id, question=rec.question, candidate=cand,
+                                       answers=rec.answers))
+        n = write_examples(output, out)
+    finally:
+        pipe.close()
+    typer.echo(_json.dumps({"examples": n, "output": str(output)}))
+

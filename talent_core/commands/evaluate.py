@@ -1,0 +1,163 @@
+"""`talent eval`: metrics over a question file; with --report DIR, every method, LLM mode and
+sweep point (talent_core.evaluation). The pipeline and the evaluation modules are imported
+when the command runs: `talent --help` imports this module."""
+
+from __future__ import annotations
+
+import itertools
+import json as _json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from talent_core.commands.console import fail, setup_logging
+from talent_core.commands.options import (
+    AdaptersOpt,
+    DecodeOpt,
+    FrozenRetriever,
+    GeneratorTypeOpt,
+    PlannerOpt,
+    Verbose,
+    question_format,
+    retrieval_config,
+    retrieval_options,
+)
+from talent_core.commands.shared import empty_store_notice, frozen_notice, pipeline_for
+from talent_core.llm.data import write_jsonl
+from talent_core.questions import QUESTION_FORMATS, read_questions
+
+
+@retrieval_options
+def eval_cmd(
+    questions: Annotated[list[Path], typer.Argument(
+        metavar="FILE...", help="question file(s) with gold answers (several only with "
+        "--report)")],
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help=" | ".join(QUESTION_FORMATS) + " | explagraphs (--report only; the "
+        "ExplaGraphs TSV) (default: guessed from the file name)")] = None,
+    mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
+    retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
+    generator: Annotated[Path | None, typer.Option("--generator")] = None,
+    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    decode: DecodeOpt = None,
+    adapters: AdaptersOpt = None,
+    generator_type: GeneratorTypeOpt = None,
+    frozen_retriever: FrozenRetriever = False,
+    planner: PlannerOpt = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="at most N questions (--report: "
+                                              "in all, over every file)")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
+    rows_out: Annotated[Path | None, typer.Option("--rows", help="per-question JSONL")] = None,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="write a full report into DIR: rows.jsonl (resumable), report.json, "
+        "report.md and PNG plots, every method x mode x sweep point")] = None,
+    methods: Annotated[str | None, typer.Option(
+        "--methods", help="--report: comma list of vector, pcst-paper, pcst-default, "
+        "llm-ranked, llm-free (explagraphs: graph, llm-ranked, llm-free); default: the "
+        "retrieval-only ones (explagraphs: graph,llm-ranked)")] = None,
+    modes: Annotated[str | None, typer.Option(
+        "--modes", help="--report: LLM modes of the llm-* methods, comma list of full, "
+        "no-retriever, frozen (default full)")] = None,
+    sweep: Annotated[list[str] | None, typer.Option(
+        "--sweep", help="--report, repeatable: k=3,5,10,20 (k_nodes = k_edges = beam = k "
+        "together), lambda=0.001:DIR1,0.01:DIR2 (the retriever adapter trained with each "
+        "lambda; mode full), or any retrieval setting, e.g. edge_cost=0.25,0.5")] = None,
+    sample_seed: Annotated[int | None, typer.Option(
+        "--sample-seed", help="--report with --limit: a seeded sample, balanced over hops")]
+    = None,
+    annotations: Annotated[Path | None, typer.Option(
+        "--annotations", help="--report, explagraphs: pseudo-gold nodes (the JSONL of "
+        "`talent annotate-explagraphs --examples-out`) for the retrieval metrics")] = None,
+    verbose: Verbose = False,
+    *,
+    retrieval: dict[str, Any],
+) -> None:
+    """Retrieval metrics of S (and of the LLM retriever's V-hat) and QA Hit@1; with
+    --report DIR, every method, LLM mode and sweep point side by side (report.md)."""
+    from talent_core.evaluation.runner import evaluate
+    from talent_core.pipeline import Pipeline
+
+    setup_logging(verbose)
+    if report is not None:
+        if decode is not None:
+            raise fail("--decode: with --report each LLM method has its decoding "
+                        "(llm-ranked, llm-free)")
+        _eval_report(questions, fmt, retriever, generator, base_model, adapters,
+                     frozen_retriever, limit, offset, report, methods, modes, sweep,
+                     sample_seed, annotations, retrieval, generator_type, planner)
+        return
+    given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
+                            ("--sample-seed", sample_seed), ("--annotations", annotations))
+             if v]
+    if given:
+        raise fail(f"{', '.join(given)} need --report DIR")
+    if len(questions) != 1:
+        raise fail("give one question file (several only with --report DIR)")
+    if mode not in ("retrieval", "full", "no-retriever"):
+        raise fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
+    if fmt == "explagraphs":
+        raise fail("--format explagraphs needs --report DIR")
+    qfmt = question_format(fmt, questions[0])
+    config = retrieval_config(retrieval)
+    pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
+            pipeline_for(config, retriever, generator, base_model, adapters, frozen_retriever,
+                      decode, qfmt, generator_type=generator_type, planner=planner))
+    frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
+    empty_store_notice(pipe)
+    try:
+        recs = itertools.islice(read_questions(questions[0], qfmt), offset,
+                                offset + limit if limit else None)
+        summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
+    finally:
+        pipe.close()
+    if rows_out:
+        write_jsonl(rows_out, rows)
+    typer.echo(_json.dumps(summary))
+
+
+def _eval_report(questions, fmt, retriever, generator, base_model, adapters, frozen_retriever,
+                 limit, offset, out_dir, methods, modes, sweep, sample_seed, annotations,
+                 retrieval, generator_type=None, planner=None) -> None:
+    """`talent eval --report DIR` (talent_core.evaluation.report)."""
+    from talent_core.evaluation.report import run_report
+    from talent_core.evaluation.sweep import ReportError, ReportOptions
+    from talent_core.pipeline import Pipeline
+
+    if frozen_retriever:
+        raise fail("--frozen-retriever: with --report use --modes frozen")
+    if fmt is None:
+        fmt = ("explagraphs" if questions[0].suffix.lower() == ".tsv"
+               else question_format(None, questions[0]))
+    config = retrieval_config(retrieval)
+    try:
+        options = ReportOptions.parse(questions, fmt, methods, modes, sweep, config, limit,
+                                      offset, sample_seed, annotations)
+    except ReportError as e:
+        raise fail(str(e)) from None
+    expla = fmt == "explagraphs"
+    qfmt = None if expla else fmt
+    store = None
+    if expla:  # the graph of each example is S: no store is read
+        from talent_core.store.memory import MemoryStore
+
+        store = MemoryStore()
+    if options.llm:
+        pipe = pipeline_for(config, retriever, generator, base_model, adapters, False, None,
+                         qfmt, store=store, generator_type=generator_type, planner=planner)
+        frozen_notice([r for r in pipe.frozen_roles
+                        if r == "generator" or set(options.modes) & {"full"}])
+    else:
+        pipe = Pipeline(retrieval=config, question_format=qfmt, store=store)
+    command = "talent " + shlex.join(sys.argv[1:]) if sys.argv[1:] else None
+    try:
+        rep = run_report(pipe, options, out_dir, command=command)
+    except ReportError as e:
+        raise fail(str(e)) from None
+    finally:
+        pipe.close()
+    typer.echo(_json.dumps({"report": str(out_dir / "report.md"), "rows": rep["run"]["rows"],
+                            "computed": rep["run"]["computed"], "plots": rep["plots"]}))
+
