@@ -12,6 +12,7 @@ rate on the in-KG questions.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
@@ -52,6 +53,9 @@ def main() -> None:
     chosen = args.variants.split(",")
     out: dict = {"questions": str(args.questions), "n": len(items), "seed": args.seed,
                  "load_before": load_average(), "variants": {}, "examples": {}}
+    if args.out.is_file():  # variants run before (one variant per run fits a session)
+        old = json.loads(args.out.read_text())
+        out["variants"], out["examples"] = old["variants"], old["examples"]
     try:
         for name in chosen:
             rows = []
@@ -82,10 +86,10 @@ def main() -> None:
             out["variants"][name] = res
             out["examples"][name] = [r["q"] for r in rows[:3]]
             print(name, res["all"], flush=True)
+            out["load_after"] = load_average()
+            write_json_atomic(args.out, out)  # after each variant
     finally:
         pipe.close()
-    out["load_after"] = load_average()
-    write_json_atomic(args.out, out)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from talent_core.models import (
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
-from talent_core.retrieval.linking import not_in_kg
+from talent_core.retrieval.linking import not_in_kg, read_as_linked
 from talent_core.retrieval.planner import PlannerModel, resolve_planner
 from talent_core.store import GraphStore, open_store
 from talent_core.text import check_question
@@ -179,7 +179,7 @@ class Pipeline:
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
-        return retrieve(text, self.store, self.embedder, config, topics or None)
+        return read_as_linked(retrieve(text, self.store, self.embedder, config, topics or None))
 
     def ask(
         self,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Iterable, Sequence
 
-from talent_core.models import Entity, Link, LinkAlternative
+from talent_core.models import Candidate, Entity, Link, LinkAlternative
 from talent_core.store.base import GraphReader
 from talent_core.text import fold_name, name_similarity, normalise_name
 
@@ -218,6 +218,16 @@ def unlinked_mentions(store: GraphReader, question: str, stopwords: Collection[s
         out.append(Link(mention=text,
                         closest=list(dict.fromkeys(e.name for _, _, e in near))[:CLOSEST]))
     return out
+
+
+def read_as_linked(candidate: Candidate) -> Candidate:
+    """``candidate`` with its question read as linked: each fuzzy mention replaced by the KG
+    name it links to ("who directed Incepton" -> "who directed Inception"), so the planner
+    and the language models see the name the KG holds (what the UI and CLI say they read)."""
+    for lk in candidate.links:
+        if lk.how == "fuzzy" and lk.name and lk.mention in candidate.question:
+            candidate.question = candidate.question.replace(lk.mention, lk.name)
+    return candidate
 
 
 def not_in_kg(links: Sequence[Link]) -> list[str]:

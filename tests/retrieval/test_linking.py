@@ -10,7 +10,13 @@ from talent_core.evaluation.summary import summarise
 from talent_core.models import Answer, Candidate, Entity, Link
 from talent_core.questions import QARecord
 from talent_core.retrieval import retrieve
-from talent_core.retrieval.linking import allowed_edits, choose, not_in_kg, search
+from talent_core.retrieval.linking import (
+    allowed_edits,
+    choose,
+    not_in_kg,
+    read_as_linked,
+    search,
+)
 from talent_core.retrieval.seeds import text_seeds
 from talent_core.store.memory import MemoryStore
 from talent_core.text import edit_distance, fold_name, name_similarity
@@ -50,6 +56,16 @@ def test_not_in_kg():
     assert not_in_kg([Link(mention="Zorblax", topic=True), linked]) == ["Zorblax"]
     assert not_in_kg([Link(mention="a b"), Link(mention="c")]) == ["a b", "c"]
     assert not_in_kg([Link(mention="a b"), linked]) == []
+
+
+def test_the_question_is_read_as_linked():
+    """A fuzzy mention is replaced by the KG's name in the question the planner and the
+    language models see; an exact or unlinked one stays as typed."""
+    links = [Link(mention="Incepton", id="1", name="Inception", score=0.89, how="fuzzy"),
+             Link(mention="nolan", id="2", name="Christopher Nolan", score=1.0, how="exact"),
+             Link(mention="Zorblax")]
+    cand = Candidate(question="did nolan direct Incepton with Zorblax", links=links)
+    assert read_as_linked(cand).question == "did nolan direct Inception with Zorblax"
 
 
 @pytest.mark.parametrize(("question", "topics", "anchor", "how"), [
