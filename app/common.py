@@ -3,7 +3,6 @@ component with its legend, and the component's click events."""
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -13,7 +12,7 @@ import streamlit as st
 
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
-from talent_core.ui.kg import EDGE_GROUPS, ROLES, ComponentIds
+from talent_core.ui.kg import COLUMN_GAP, EDGE_GROUPS, ROLES, ComponentIds, layered
 from talent_core.ui.safe import plain
 
 
@@ -110,15 +109,20 @@ class _Style:
         return {"selector": self.selector, "style": self.style}
 
 
-def labels(nodes: int) -> list[_Style]:
-    """Captions legible at the default size, always drawn (the package's font 3.6 is hidden
-    below a rendered 10 px). The layout fits the graph to the component, so the zoom falls
-    about as 1/sqrt(nodes): the font grows as sqrt(nodes) to keep the rendered size."""
-    font = min(max(2.8 * math.sqrt(max(nodes, 1)), 10.0), 26.0)
+def labels(font: float) -> list[_Style]:
+    """Captions of ``font`` layout units (`kg.layered`: what renders legible once the
+    drawing is fitted), always drawn (the package's font 3.6 is hidden below a rendered
+    10 px), cut with an ellipsis at the column gap."""
     return [_Style("node", {"font-size": round(font, 1), "min-zoomed-font-size": 0,
-                            "text-wrap": "ellipsis", "text-max-width": round(9 * font)}),
+                            "text-wrap": "ellipsis",
+                            "text-max-width": round(0.9 * COLUMN_GAP)}),
             # relation names only where they render readable (else a row of grey bars)
-            _Style("edge", {"font-size": round(0.6 * font, 1), "min-zoomed-font-size": 8})]
+            _Style("edge", {"font-size": round(0.75 * font, 1), "min-zoomed-font-size": 8})]
+
+
+# the positions `kg.layered` computed, fitted to the component (st_link_analysis's cose
+# drew a tall blob in the middle third of the column)
+PRESET = {"name": "preset", "fit": True, "padding": 30, "animate": False}
 
 
 def graph_ids(key: str) -> ComponentIds:
@@ -138,9 +142,10 @@ def graph(elements: dict[str, Any], key: str, height: int = 680) -> str | None:
     # labeled=None: the package warns about its deprecated `labeled` argument otherwise
     edge_styles = [EdgeStyle(g, c, caption="rel", directed=True, labeled=None)  # type: ignore[arg-type]
                    for g, c in EDGE_GROUPS]
-    value = st_link_analysis(elements, layout="cose",
+    laid, font = layered(elements, height_px=height)
+    value = st_link_analysis(laid, layout=PRESET,
                              node_styles=[*node_styles,  # type: ignore[list-item]
-                                          *labels(len(elements.get("nodes", [])))],
+                                          *labels(font)],
                              edge_styles=edge_styles, height=height, key=key,
                              node_actions=["expand"])
     if not isinstance(value, dict) or value.get("action") != "expand":

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchio import load_average, retrieval_bench_setup, write_json_atomic  # noqa: E402
 
-retrieval_bench_setup()
+retrieval_bench_setup(product_threads=True)  # whole asks, threads as `talent ask`
 
 from talent_core.config import get_settings  # noqa: E402
 from talent_core.evaluation.latency import percentile  # noqa: E402
@@ -60,10 +60,18 @@ def main() -> None:
             b.kill()
 
 
+def torch_threads_configured() -> int:
+    """torch's thread count, the most a language-model call uses (`llm.threads`)."""
+    import torch
+
+    return torch.get_num_threads()
+
+
 def run(args: argparse.Namespace) -> None:
     items = per_hop(args.questions, args.per_hop)
     out: dict = {"questions": str(args.questions), "per_hop": args.per_hop,
-                 "busy_processes": args.busy, "load_before": load_average(), "rules": {}}
+                 "busy_processes": args.busy, "load_before": load_average(),
+                 "torch_threads_configured": torch_threads_configured(), "rules": {}}
     for rule in args.rules.split(","):
         settings = get_settings().model_copy(update={"answer_set": rule})
         pipe = Pipeline(settings=settings)

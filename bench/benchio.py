@@ -13,8 +13,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def retrieval_bench_setup() -> Path:
-    """Before numpy is imported: one torch/OpenMP thread, and numpy's BLAS with every core
+def retrieval_bench_setup(product_threads: bool = False) -> Path:
+    """Before numpy is imported: one torch/OpenMP thread (``product_threads``: torch's own
+    count, as `talent ask` runs: the language-model stages pick their threads per call,
+    `talent_core.llm.threads`; whole-ask latency benches use it), and numpy's BLAS with every core
     as in the product (the numpy query embedder picks its threads per call,
     `embedding_numpy.free_cores`). OMP_NUM_THREADS alone would also cap OpenBLAS, which
     falls back to it. (Until the query embedder moved to numpy, torch embedded questions
@@ -24,8 +26,9 @@ def retrieval_bench_setup() -> Path:
     # (not talent_core.embedding.available_cores: importing it would import numpy first)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(cores or 1))
-    for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(v, "1")
+    if not product_threads:
+        for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(v, "1")
     for p in (ROOT, ROOT / "bench"):
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))

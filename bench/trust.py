@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchio import load_average, retrieval_bench_setup, write_json_atomic  # noqa: E402
 
-ROOT = retrieval_bench_setup()
+ROOT = retrieval_bench_setup(product_threads=True)  # whole asks, threads as `talent ask`
 
 from linking_probe import variants  # noqa: E402
 

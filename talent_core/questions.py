@@ -32,7 +32,8 @@ TOPIC = re.compile(r"\[([^\[\]]+)\]")  # a topic entity marked in the question t
 # (MetaQA's KB has a tag "film": "which film ..." must not seed it; its question templates'
 # words "director", "language", "starred" ... are tags too, and without brackets they would
 # link where the question's real entity is not in the KG; chosen on the validation split,
-# bench/results/linking_val_template_stopwords.json).
+# bench/results/linking_val_template_stopwords.json; the second block: every other word of
+# the templates of >= 3 training questions, bench/template_words.py).
 FORMAT_STOPWORDS: dict[QuestionFormat, tuple[str, ...]] = {
     "metaqa": (
         "film", "films", "movie", "movies",
@@ -42,6 +43,9 @@ FORMAT_STOPWORDS: dict[QuestionFormat, tuple[str, ...]] = {
         "release", "released", "year", "years", "dates", "person", "share", "primary",
         "describe", "described", "words", "script", "story", "creator", "fall", "together",
         "same", "main", "spoken", "listed", "appear", "name", "also", "under", "kind", "type",
+        "co", "types", "can", "about", "few", "appears", "date", "you", "act", "sort", "who's",
+        "screenplay", "scriptwriter", "appeared", "give", "topics", "popular", "describing",
+        "author", "rating", "some", "applicable", "terms", "people", "would", "good",
     ),
     "rog": (),
 }

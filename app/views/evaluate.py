@@ -48,10 +48,30 @@ def flat_results(report: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return rows
 
 
+NOT_MEASURED = "—"  # a metric the row's method does not produce (QA of a retrieval-only method)
+
+
+def shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` as the table shows them: a column no row measured is left out; in a column
+    some rows lack (a retrieval-only method beside a QA one), the missing cells read
+    NOT_MEASURED instead of "None" and the others keep 3 decimals."""
+    keys = [k for k in (rows[0] if rows else {}) if any(r.get(k) is not None for r in rows)]
+    gaps = {k for k in keys if any(r.get(k) is None for r in rows)}
+
+    def cell(k: str, v: Any) -> Any:
+        if k not in gaps:
+            return v
+        if v is None:
+            return NOT_MEASURED
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+    return [{k: cell(k, r.get(k)) for k in keys} for r in rows]
+
+
 def show_report(folder: Path) -> None:
     md = folder / "report.md"
     data = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    st.dataframe(flat_results(data, folder.name), width="stretch", hide_index=True)
+    st.dataframe(shown(flat_results(data, folder.name)), width="stretch", hide_index=True)
     plots = report_plots(folder, data)
     for i in range(0, len(plots), 2):
         cols = st.columns(2)
@@ -191,7 +211,7 @@ def compare_section(data_dir: Path) -> None:
         rows += flat_results(json.loads((Path(p) / "report.json").read_text(
             encoding="utf-8")), Path(p).name)
     if rows:
-        st.dataframe(rows, width="stretch", hide_index=True)
+        st.dataframe(shown(rows), width="stretch", hide_index=True)
     if len(picked) == 1:
         show_report(Path(picked[0]))
     elif picked:

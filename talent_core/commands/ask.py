@@ -14,11 +14,14 @@ from tqdm import tqdm
 from talent_core.commands.console import echo, fail, setup_logging
 from talent_core.commands.options import (
     AdaptersOpt,
+    BaseModelOpt,
     DecodeOpt,
     FrozenRetriever,
+    GeneratorDirOpt,
     GeneratorTypeOpt,
     PlannerOpt,
     QuestionFormatOpt,
+    RetrieverDirOpt,
     Topic,
     Verbose,
     question_format,
@@ -129,16 +132,12 @@ def _print_candidate(cand) -> None:
 def ask(
     question: Annotated[str, typer.Argument(
         help="the question; names in square brackets are topic entities")],
-    retriever: Annotated[
-        Path | None, typer.Option("--retriever", help="retriever adapter dir (none: frozen)")
-    ] = None,
-    generator: Annotated[
-        Path | None, typer.Option("--generator", help="generator adapter dir")
-    ] = None,
+    retriever: RetrieverDirOpt = None,
+    generator: GeneratorDirOpt = None,
     no_retriever: Annotated[
         bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
     ] = False,
-    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    base_model: BaseModelOpt = None,
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
     generator_type: GeneratorTypeOpt = None,

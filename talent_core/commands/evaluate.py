@@ -16,10 +16,13 @@ import typer
 from talent_core.commands.console import fail, setup_logging
 from talent_core.commands.options import (
     AdaptersOpt,
+    BaseModelOpt,
     DecodeOpt,
     FrozenRetriever,
+    GeneratorDirOpt,
     GeneratorTypeOpt,
     PlannerOpt,
+    RetrieverDirOpt,
     Verbose,
     question_format,
     retrieval_config,
@@ -39,9 +42,9 @@ def eval_cmd(
         "--format", help=" | ".join(QUESTION_FORMATS) + " | explagraphs (--report only; the "
         "ExplaGraphs TSV) (default: guessed from the file name)")] = None,
     mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
-    retriever: Annotated[Path | None, typer.Option("--retriever")] = None,
-    generator: Annotated[Path | None, typer.Option("--generator")] = None,
-    base_model: Annotated[str | None, typer.Option("--base-model")] = None,
+    retriever: RetrieverDirOpt = None,
+    generator: GeneratorDirOpt = None,
+    base_model: BaseModelOpt = None,
     decode: DecodeOpt = None,
     adapters: AdaptersOpt = None,
     generator_type: GeneratorTypeOpt = None,

@@ -131,6 +131,13 @@ PlannerOpt = Annotated[str | None, typer.Option(
     "--planner", help="the relation-path planner that re-weights ranked answers: bundled "
     "(the shipped one whose relations the store holds; default, TALENT_PLANNER), none, or a "
     "directory from `talent train planner`")]
+# the model choice `talent ask` and `talent eval` share (with Decode/Adapters/... above)
+RetrieverDirOpt = Annotated[Path | None, typer.Option(
+    "--retriever", help="retriever adapter dir (default: the --adapters choice)")]
+GeneratorDirOpt = Annotated[Path | None, typer.Option(
+    "--generator", help="generator adapter dir (default: the --adapters choice)")]
+BaseModelOpt = Annotated[str | None, typer.Option(
+    "--base-model", help="the base language model (default: TALENT_BASE_MODEL)")]
 FrozenRetriever = Annotated[bool, typer.Option(
     "--frozen-retriever", help="the retriever runs without adapter (ablation)")]
 Verbose = Annotated[bool, typer.Option("-v")]

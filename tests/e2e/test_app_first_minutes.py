@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
-from test_app_pages import _app, ask
+from test_app_pages import _app, ask, explore
 from typer.testing import CliRunner
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "talent_core" / "demo" / "metaqa" / \
@@ -61,11 +61,7 @@ def test_retrieval_legend_has_no_llm_roles(use_toy):
 
 
 def test_explore_legend_lists_the_roles_drawn(use_toy):
-    at = _app()
-    at.switch_page("views/explore.py")
-    at.run()
-    at.text_input(key="explore_query").input("Gravity")
-    at.run()
+    at = explore("Gravity")
     assert not at.exception, at.exception
     (legend,) = _legends(at)
     assert "seed (where retrieval started)" in legend and "candidate subgraph S" in legend

@@ -26,6 +26,7 @@ from talent_core.ui.kg import (
     Extra,
     component_text,
     elements,
+    layered,
     neighbourhood_elements,
 )
 
@@ -219,6 +220,37 @@ def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monke
     roles = {n["data"]["id"]: n["data"]["role"] for n in seen[0]["nodes"]}
     assert roles == {"n0": "seed", "n1": "candidate", "n2": "missing"}
     assert at.session_state["got"] == [XSS, None, None, None, None, None, None, None, "b"]
+
+
+def _star(answers: int) -> dict:
+    nodes = [{"data": {"id": "s", "role": "seed", "name": "Tom Hanks"}},
+             *({"data": {"id": f"a{i}", "role": "answer", "name": f"Film {i}"}}
+               for i in range(answers)),
+             {"data": {"id": "far", "role": "candidate", "name": "1984"}},
+             {"data": {"id": "lone", "role": "missing", "name": "Oppenheimer"}}]
+    edges = [*({"data": {"source": "s", "target": f"a{i}"}} for i in range(answers)),
+             {"data": {"source": "far", "target": "a0"}}]
+    return {"nodes": nodes, "edges": edges}
+
+
+def test_layered_reads_the_evidence_left_to_right_and_fills_a_wide_column():
+    """Seeds in the first column, their answers after them (a long list wrapped into
+    sub-columns), a node two hops out further right; the drawing about 1.5 times as wide as
+    tall (the Ask column), whatever the list's length; every node placed once."""
+    for answers in (1, 5, 32, 120):
+        laid, font = layered(_star(answers))
+        pos = {n["data"]["id"]: n["position"] for n in laid["nodes"]}
+        assert len(pos) == answers + 3
+        assert pos["s"]["x"] == 0 and pos["lone"]["x"] == 0  # a part no seed reaches: col 0
+        assert all(pos[f"a{i}"]["x"] > 0 for i in range(answers))
+        assert pos["far"]["x"] > max(pos[f"a{i}"]["x"] for i in range(answers))
+        assert len({(p["x"], p["y"]) for p in pos.values()}) == len(pos)  # no overlap
+        xs = [p["x"] for p in pos.values()]
+        ys = [p["y"] for p in pos.values()]
+        if answers >= 32:
+            assert 1.0 <= (max(xs) - min(xs)) / (max(ys) - min(ys)) <= 2.5
+        assert font > 0
+    assert layered({"nodes": [], "edges": []})[0] == {"nodes": [], "edges": []}
 
 
 def test_component_text():

@@ -4,7 +4,7 @@ as buttons that ask again; Explore lists the typo'd name's entity first."""
 
 from __future__ import annotations
 
-from test_app_pages import _app, _ok, _texts, ask
+from test_app_pages import _app, _ok, _texts, ask, explore
 
 
 def test_ask_reads_a_typo_as_the_kg_name(use_toy):
@@ -41,11 +41,7 @@ def test_ask_abstains_on_an_absent_entity_and_reasks_with_a_closest_name(use_toy
 
 
 def test_explore_lists_the_typoed_name_first(use_toy):
-    at = _app()
-    at.switch_page("views/explore.py")
-    at.run()
-    at.text_input(key="explore_query").input("keanu reevs")
-    at.run()
+    at = explore("keanu reevs")
     _ok(at)
     pick = at.selectbox(key="explore_pick")
     assert pick.value == 0

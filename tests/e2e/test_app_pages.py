@@ -31,6 +31,14 @@ def ask(at: AppTest, question: str, mode: str) -> AppTest:
     return at
 
 
+def explore(query: str) -> AppTest:
+    """The Explore page after searching ``query``."""
+    at = _page("views/explore.py")
+    at.text_input(key="explore_query").input(query)
+    at.run()
+    return at
+
+
 def _ok(at: AppTest) -> None:
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -114,9 +122,7 @@ def test_ask_example_question_and_retrieval_graph(use_toy):
 
 
 def test_explore_finds_an_entity_shows_its_neighbourhood_and_carries_it_to_ask(use_toy):
-    at = _page("views/explore.py")
-    at.text_input(key="explore_query").input("Gravity")
-    at.run()
+    at = explore("Gravity")
     _ok(at)
     assert at.selectbox(key="explore_pick").value == 0  # the exact match first
     edges = at.dataframe[0].value
@@ -205,10 +211,24 @@ def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
     assert any("rows" in s.value for s in at.success), [s.value for s in at.success]
     table = at.dataframe[0].value
     assert set(table["method"]) == {"vector", "pcst-default"} and (table["n"] == 3).all()
+    assert "QA hit@1" not in table.columns  # retrieval-only methods: no "None" QA column
     out = Path(use_toy["TALENT_DATA_DIR"]) / "reports" / "pytest-report"
     assert json.loads((out / "report.json").read_text())["run"]["rows"] == 6
     picked = at.multiselect(key="eval_compare")
     assert len(picked.value) == 2  # two saved reports side by side
+
+
+def test_report_table_marks_what_a_method_does_not_measure():
+    """A retrieval-only method beside a QA one: its QA cells read "—", not "None"; a column no
+    row measured is left out."""
+    from talent_core.ui.views.evaluate import NOT_MEASURED, shown
+
+    rows = [{"method": "pcst-default", "hit": 0.9, "QA hit@1": None, "latency mean ms": None},
+            {"method": "llm-ranked", "hit": 0.9, "QA hit@1": 0.96667, "latency mean ms": None}]
+    assert shown(rows) == [
+        {"method": "pcst-default", "hit": 0.9, "QA hit@1": NOT_MEASURED},
+        {"method": "llm-ranked", "hit": 0.9, "QA hit@1": "0.967"}]
+    assert shown([]) == []
 
 
 def test_a_data_dir_open_to_others_is_refused_with_a_message(tmp_path, monkeypatch):

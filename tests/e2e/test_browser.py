@@ -25,9 +25,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -230,19 +231,21 @@ def _in_graph(d, script: str):
         d.switch_to.default_content()
 
 
+def _steps(walk: Callable[[str, Any], None], url: str, d, name: str) -> None:
+    """``walk(url, d)``; on a failure the page's screenshot and HTML land in ARTIFACTS as
+    ``name``-failure before the error goes on."""
+    try:
+        walk(url, d)
+    except Exception:
+        _shot(d, f"{name}-failure")
+        (ARTIFACTS / f"{name}-failure.html").write_text(d.page_source)
+        raise
+
+
 def test_browser_walkthrough(server, driver):
     url, log = server
-    d = driver
-    try:
-        _walk(url, d)
-    except Exception:
-        _shot(d, "failure")
-        (ARTIFACTS / "failure.html").write_text(d.page_source)
-        raise
-    bad = [ln for ln in log.read_text().splitlines()
-           if ("warning" in ln.lower() or "deprecat" in ln.lower() or "Traceback" in ln)
-           and not any(k in ln for k in KNOWN)]
-    assert not bad, bad
+    _steps(_walk, url, driver, "walkthrough")
+    _log_clean(log)
 
 
 def _walk(url: str, d) -> None:
@@ -349,13 +352,7 @@ def test_newcomer_walk(server, driver):
     the README's question (the toy KG's version); a typo'd name is read as the KG's entity;
     a made-up entity is "not in the KG" with no answer; Evaluate's default runs."""
     url, log = server
-    d = driver
-    try:
-        _newcomer(url, d)
-    except Exception:
-        _shot(d, "newcomer-failure")
-        (ARTIFACTS / "newcomer-failure.html").write_text(d.page_source)
-        raise
+    _steps(_newcomer, url, driver, "newcomer")
     _log_clean(log)
 
 
