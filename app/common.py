@@ -140,7 +140,7 @@ def graph(elements: dict[str, Any], key: str, height: int = 680) -> str | None:
 
     node_styles = [NodeStyle(r, c, caption="name") for r, c, _ in ROLES]
     # labeled=None: the package warns about its deprecated `labeled` argument otherwise
-    edge_styles = [EdgeStyle(g, c, caption="rel", directed=True, labeled=None)  # type: ignore[arg-type]
+    edge_styles = [EdgeStyle(g, c, caption="caption", directed=True, labeled=None)  # type: ignore[arg-type]
                    for g, c in EDGE_GROUPS]
     laid, font = layered(elements, height_px=height)
     value = st_link_analysis(laid, layout=PRESET,

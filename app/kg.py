@@ -304,4 +304,22 @@ def layered(elements: dict[str, Any], aspect: float = ASPECT, height_px: float =
         out.append({**n, "position": pos[n["data"]["id"]]})
     width, height = extent(rows)
     zoom = min(height_px / max(height, ROW_GAP), height_px * aspect / max(width, COLUMN_GAP))
-    return {**elements, "nodes": out}, label_px / zoom
+    return {**elements, "nodes": out, "edges": captioned(elements.get("edges", []))}, \
+        label_px / zoom
+
+
+def captioned(edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``edges`` with the caption the graph draws (`caption`): the relation name, drawn once
+    for a fan of edges with one end and one relation in common (a star of 32
+    `starred_actors` edges gets one caption, in its middle), so captions do not pile up."""
+    fans: dict[tuple[str, str], list[int]] = {}
+    for k, e in enumerate(edges):
+        d = e["data"]
+        for end in (d["source"], d["target"]):
+            fans.setdefault((end, str(d.get("rel", ""))), []).append(k)
+    quiet = set()
+    for members in fans.values():
+        if len(members) > 2:
+            quiet.update(m for m in members if m != members[len(members) // 2])
+    return [{**e, "data": {**e["data"], "caption": "" if k in quiet else e["data"].get("rel", "")}}
+            for k, e in enumerate(edges)]

@@ -101,16 +101,19 @@ def ask(d, out: Path, name: str, question: str, timeout: float) -> dict[str, Any
     box.send_keys(question, Keys.ENTER)
     settle(d, 120)
     before = load()
+
+    def heads(d) -> list[str]:
+        return [h.text for h in d.find_elements("css selector", f"{MAIN} h3")]
+
+    shown_before = heads(d)
     t0 = time.monotonic()
     press(d, ".st-key-ask button")
 
     def done(d) -> bool:
-        if busy(d):
-            return False
-        # the heading is the question as read: its [brackets] dropped
-        heads = [h.text for h in d.find_elements("css selector", f"{MAIN} h3")]
-        return (re.sub(r"[\[\]]", "", question) in heads
-                or bool(d.find_elements("css selector", ERRORS)))
+        # a new heading (the question as read: brackets dropped, a typo read as the KG's
+        # name) or an error line
+        return not busy(d) and (heads(d) != shown_before
+                                or bool(d.find_elements("css selector", ERRORS)))
 
     wait(d, done, timeout, f"no answer to {question!r}")
     seconds = round(time.monotonic() - t0, 1)
@@ -130,9 +133,10 @@ def ask(d, out: Path, name: str, question: str, timeout: float) -> dict[str, Any
     except Exception:
         pass
     if d.find_elements("css selector", FRAME):
-        d.execute_script("arguments[0].scrollIntoView({block: 'center'})",
-                         d.find_element("css selector", FRAME))
-        time.sleep(1)
+        for _ in range(2):  # again once the frame has its final height
+            d.execute_script("arguments[0].scrollIntoView({block: 'center'})",
+                             d.find_element("css selector", FRAME))
+            time.sleep(1.5)
         d.save_screenshot(str(out / f"{name}-graph.png"))
         shots.append(str(out / f"{name}-graph.png"))
     legend = d.find_elements("css selector", '[data-testid="talent-legend"]')

@@ -228,8 +228,9 @@ def _star(answers: int) -> dict:
                for i in range(answers)),
              {"data": {"id": "far", "role": "candidate", "name": "1984"}},
              {"data": {"id": "lone", "role": "missing", "name": "Oppenheimer"}}]
-    edges = [*({"data": {"source": "s", "target": f"a{i}"}} for i in range(answers)),
-             {"data": {"source": "far", "target": "a0"}}]
+    edges = [*({"data": {"source": "s", "target": f"a{i}", "rel": "starred_actors"}}
+               for i in range(answers)),
+             {"data": {"source": "far", "target": "a0", "rel": "directed_by"}}]
     return {"nodes": nodes, "edges": edges}
 
 
@@ -250,6 +251,10 @@ def test_layered_reads_the_evidence_left_to_right_and_fills_a_wide_column():
         if answers >= 32:
             assert 1.0 <= (max(xs) - min(xs)) / (max(ys) - min(ys)) <= 2.5
         assert font > 0
+        shown = [e["data"]["caption"] for e in laid["edges"]]
+        # a fan of one relation from one node: one caption (2 edges or fewer: each its own)
+        assert shown.count("starred_actors") == (1 if answers > 2 else answers)
+        assert shown[-1] == "directed_by"
     assert layered({"nodes": [], "edges": []})[0] == {"nodes": [], "edges": []}
 
 
