@@ -26,6 +26,7 @@ PACKAGES = {"talent_core": "talent_core", "loaders": "talent_core.loaders",
 LAYERS: list[tuple[str, int]] = [
     ("talent_core.ui", 6),  # the Streamlit UI (app/)
     ("talent_core.commands", 6),  # the typer CLI (`talent`)
+    ("talent_core.api", 6),  # the HTTP API (`talent serve`)
     ("talent_core.__main__", 6),
     ("talent_core.evaluation", 5),
     ("talent_core.training", 5),

@@ -95,6 +95,16 @@ class Settings(BaseSettings):
     # server.maxUploadSize) and the HTTP API's (413 above it)
     max_upload_mb: int = Field(200, ge=1)
 
+    # --- HTTP API (`talent serve`, talent_core/api) ---------------------------------------
+    api_host: str = "127.0.0.1"  # loopback by default: other hosts must be allowed on purpose
+    api_port: int = Field(8765, ge=1, le=65535)
+    # requests that run the language models at once (the CPU has few cores), and how many
+    # more may wait for a slot; past that an ask is refused with 429 (retrieval is not queued)
+    api_llm_slots: int = Field(1, ge=1)
+    api_llm_queue: int = Field(8, ge=0)
+    # load the models when the server starts (else on the first ask)
+    api_preload: bool = False
+
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a
     # clear message before any tokenizer, embedding or query sees them

@@ -95,6 +95,14 @@ class DataDirError(EmbeddedServerError):
     or talks to a socket there."""
 
 
+# --- HTTP API ---------------------------------------------------------------------------
+
+
+class ApiKeyError(TalentError, ValueError):
+    """An API key request that cannot be done (bad name or scope, unknown key, a keys file
+    that cannot be read or written)."""
+
+
 # --- loading ----------------------------------------------------------------------------
 
 

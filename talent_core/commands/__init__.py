@@ -10,6 +10,7 @@
   talent eval FILE... --report DIR  every method / LLM mode / sweep point: report.md, plots
   talent app | demo                 the Streamlit UI (demo: load the bundled sample KG first)
   talent export --neo4j-import DIR  the store as neo4j-admin bulk-import CSVs + import.sh
+  talent serve [--host H --port P]  the HTTP API (talent_core/api); `talent keys` its keys
 """
 
 # The commands live in this package, one module per group; this module builds the `talent`
@@ -28,7 +29,9 @@ from typer.core import TyperGroup
 from talent_core.commands.ask import ask, examples, retrieve
 from talent_core.commands.console import fail_with
 from talent_core.commands.evaluate import eval_cmd
+from talent_core.commands.keys import keys_app
 from talent_core.commands.load import export_cmd, load, stats
+from talent_core.commands.serve import serve
 from talent_core.commands.server import server_app
 from talent_core.commands.ui import demo, prepare_models, run_app
 from talent_core.errors import TalentError
@@ -109,3 +112,5 @@ app.command("app")(run_app)
 app.command()(demo)
 app.command("export")(export_cmd)
 app.command("prepare")(prepare_models)
+app.command("serve")(serve)
+app.add_typer(keys_app, name="keys")

@@ -1,0 +1,125 @@
+"""The HTTP API's request and response models (pydantic): what a client may send is checked
+here before anything runs; an unknown field is refused (422 naming it)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrieveRequest(_Strict):
+    """A question for candidate S; ``retrieval``: RetrievalConfig overrides (validated like
+    the CLI's options: an unknown setting or a value out of range is a 422 naming it)."""
+
+    question: str
+    topic_entities: list[str] | None = None
+    retrieval: dict[str, Any] = Field(default_factory=dict)
+
+
+class AskRequest(RetrieveRequest):
+    """A question to answer; ``stream``: Server-Sent Events in stage order instead of one
+    JSON document (the `talent ask --json` shape)."""
+
+    mode: Literal["full", "no-retriever"] = "full"
+    decode: Literal["ranked", "free"] | None = None
+    stream: bool = False
+
+
+class ChatMessage(BaseModel):
+    """An OpenAI chat message; ``content``: text, or a list of parts of which the text
+    parts count."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(str(p.get("text", "")) for p in self.content
+                           if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatRequest(BaseModel):
+    """An OpenAI-compatible chat completion request: the last user message is the
+    question; sampling fields (temperature, ...) are accepted and ignored (the answer comes
+    from the KG pipeline)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = "talent"
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """Every error response: ``{"error": {"code": ..., "message": ...}}``."""
+
+    error: ErrorDetail
+
+
+class EntityOut(BaseModel):
+    """An entity as the API shows it: ``id`` is opaque and URL-safe (names are not unique
+    and may hold "/"), ``kg_id`` the store's own id."""
+
+    id: str
+    kg_id: str
+    name: str
+    how: str | None = None
+    score: float | None = None
+
+
+class EdgeOut(BaseModel):
+    src: str  # opaque ids, as EntityOut.id
+    rel: str
+    dst: str
+
+
+class Neighbours(BaseModel):
+    entity: EntityOut
+    nodes: list[EntityOut]
+    edges: list[EdgeOut]
+    truncated: bool
+
+
+class LoadJobOut(BaseModel):
+    """A load job's state: ``status`` queued | running | done | failed | cancelled;
+    ``progress``: rows (input lines committed), triples, triples_per_s, eta_s."""
+
+    id: str
+    status: str
+    source: str
+    format: str
+    progress: dict[str, float | int | None] = Field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    error: ErrorDetail | None = None
+    rejects: bool = False
+
+
+def entity_token(kg_id: str) -> str:
+    """The opaque, URL-safe id of a KG id (base64url, no padding)."""
+    return base64.urlsafe_b64encode(kg_id.encode("utf-8")).decode("ascii").rstrip("=")
+
+
+def entity_kg_id(token: str) -> str | None:
+    """The KG id of an opaque id, or None when it is not one."""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        out = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    return out if out and entity_token(out) == token else None

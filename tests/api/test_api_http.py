@@ -1,0 +1,256 @@
+"""The HTTP API in-process (fastapi TestClient) on the toy KG: auth, error bodies, the
+shapes of every endpoint, the model queue's 429, the upload limit's 413, a load job."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from api_helpers import STAGES, api_settings, auth, sse_events
+
+ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
+                 "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
+                 "generator", "plan", "answer_path", "links", "not_in_kg", "evidence",
+                 "timings_ms"}
+Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
+
+
+def error_of(r, status: int) -> dict:
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error"} and {"code", "message"} <= set(body["error"])
+    return body["error"]
+
+
+def test_healthz_needs_no_key_and_everything_else_does(client):
+    assert client.get("/healthz").json()["status"] == "ok"
+    for method, url in [("get", "/readyz"), ("get", "/v1/stats"), ("post", "/v1/ask"),
+                        ("post", "/v1/retrieve"), ("get", "/v1/entities?q=x"),
+                        ("post", "/v1/loads")]:
+        r = getattr(client, method)(url)
+        assert error_of(r, 401)["code"] == "unauthorized"
+        assert r.headers["www-authenticate"] == "Bearer"
+    assert "invalid" in error_of(client.get("/v1/stats", headers=auth("tk_0000000a_" + "x" * 43)),
+                                 401)["message"]
+    assert error_of(client.get("/v1/stats", headers={"Authorization": "Basic abc"}), 401)
+
+
+def test_openapi_docs_describe_every_endpoint(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/v1/ask", "/v1/retrieve", "/v1/entities", "/v1/entities/{eid}/neighbours",
+            "/v1/stats", "/v1/loads", "/v1/loads/{job_id}", "/v1/chat/completions",
+            "/healthz", "/readyz"} <= set(paths)
+    assert client.get("/docs").status_code == 200
+
+
+def test_read_key_browses_but_cannot_load(client, api_keys):
+    r = client.get("/v1/stats", headers=auth(api_keys["read"]))
+    assert r.status_code == 200 and r.json()["triples"] > 0
+    r = client.post("/v1/loads", headers=auth(api_keys["read"]),
+                    files={"file": ("kb.txt", b"A|rel|B\n")})
+    err = error_of(r, 403)
+    assert err["code"] == "forbidden" and "write" in err["message"]
+    ready = client.get("/readyz", headers=auth(api_keys["read"])).json()
+    assert ready["ready"] and ready["llm"]["slots"] >= 1
+
+
+def test_retrieve_is_the_cli_shape(client, api_keys):
+    r = client.post("/v1/retrieve", headers=auth(api_keys["read"]), json=Q)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert set(out) == {"method", "seeds", "nodes", "edges", "truncated", "timings_ms"}
+    names = {n["name"] for n in out["nodes"]}
+    assert "Gravity" in names and len(names) > 1
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({**Q, "colour": "red"}, "colour"),
+    ({"question": ""}, "question"),
+    ({"question": "a\x07b"}, "question"),
+    ({"topic_entities": ["x"]}, "question"),
+    ({**Q, "retrieval": {"k_nodes": -3}}, "retrieval.k_nodes"),
+    ({**Q, "retrieval": {"bogus": 1}}, "retrieval.bogus"),
+    ({**Q, "decode": "beam"}, "decode"),
+])
+def test_422_names_the_bad_field(client, api_keys, body, field):
+    for url in ("/v1/retrieve", "/v1/ask"):
+        if url == "/v1/retrieve" and "decode" in body:
+            continue
+        err = error_of(client.post(url, headers=auth(api_keys["read"]), json=body), 422)
+        assert err["field"] == field, err
+        assert err["code"] == "invalid_request"
+
+
+def test_ask_json_is_the_talent_ask_json_shape(client, api_keys):
+    r = client.post("/v1/ask", headers=auth(api_keys["read"]), json=Q)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert set(out) == ASK_JSON_KEYS
+    assert out["candidate"] and out["frozen"] == ["retriever", "generator"]
+    assert {"retriever", "generator"} <= set(out["timings_ms"])
+
+
+def test_streamed_ask_sends_the_stages_in_order(client, api_keys):
+    with client.stream("POST", "/v1/ask", headers=auth(api_keys["read"]),
+                       json={**Q, "stream": True}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r.read().decode())
+    assert [e for e, _ in events] == STAGES
+    data = dict(events)
+    assert any(s["name"] == "Gravity" for s in data["seeds"]["seeds"])
+    assert data["candidate"]["nodes"] and "answer" in data["answer"]
+    assert "generator" in data["done"]["timings_ms"]
+    assert data["done"]["server_ms"]["retrieved"] <= data["done"]["server_ms"]["answered"]
+    rt = client.app.state.runtime
+    assert rt.llm.admitted == 0 and rt.llm.running == 0  # the slot was given back
+
+
+def test_full_model_queue_is_a_429(client, api_keys):
+    rt = client.app.state.runtime
+    held = [rt.llm.admit() for _ in range(rt.llm.slots + rt.llm.queue)]
+    try:
+        for body in (Q, {**Q, "stream": True}):
+            r = client.post("/v1/ask", headers=auth(api_keys["read"]), json=body)
+            assert error_of(r, 429)["code"] == "busy" and r.headers["retry-after"]
+        # retrieval does not queue behind the models
+        assert client.post("/v1/retrieve", headers=auth(api_keys["read"]),
+                           json=Q).status_code == 200
+    finally:
+        for s in held:
+            s.release()
+    assert rt.llm.admitted == 0
+
+
+def test_entities_and_neighbours_by_opaque_id(client, api_keys):
+    h = auth(api_keys["read"])
+    out = client.get("/v1/entities", params={"q": "gravity"}, headers=h).json()
+    hit = next(e for e in out["entities"] if e["name"] == "Gravity")
+    assert "/" not in hit["id"] and "=" not in hit["id"]
+    nb = client.get(f"/v1/entities/{hit['id']}/neighbours", headers=h)
+    assert nb.status_code == 200, nb.text
+    nb = nb.json()
+    assert nb["entity"]["name"] == "Gravity" and len(nb["nodes"]) > 1
+    ids = {n["id"] for n in nb["nodes"]}
+    assert all(e["src"] in ids and e["dst"] in ids for e in nb["edges"])
+    assert error_of(client.get("/v1/entities/%21%21/neighbours", headers=h), 404)
+    from talent_core.api.schemas import entity_token
+
+    assert error_of(client.get(f"/v1/entities/{entity_token('no such id')}/neighbours",
+                               headers=h), 404)
+    assert error_of(client.get("/v1/entities", params={"q": ""}, headers=h), 422)["field"] == "q"
+
+
+def test_upload_over_the_limit_is_413_and_leaves_nothing(api_env, api_keys, tmp_path,
+                                                         monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from talent_core.api.app import create_app
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    app = create_app(api_settings(api_env, max_upload_mb=1))
+    with TestClient(app) as c:
+        big = b"A|rel|B\n" * (1024 * 1024 // 8 + 20_000)
+        r = c.post("/v1/loads", headers=auth(api_keys["write"]),
+                   files={"file": ("big.txt", big)}, data={"format": "metaqa"})
+        err = error_of(r, 413)
+        assert "1 MB" in err["message"]
+        # the same without a Content-Length (chunked): refused as it arrives
+        def chunked():
+            yield (b'--XB\r\nContent-Disposition: form-data; name="file"; '
+                   b'filename="big.txt"\r\nContent-Type: text/plain\r\n\r\n')
+            for _ in range(20):
+                yield b"A|rel|B\n" * 10_000
+            yield b"\r\n--XB--\r\n"
+
+        r = c.post("/v1/loads", headers={**auth(api_keys["write"]),
+                                         "Content-Type": "multipart/form-data; boundary=XB"},
+                   content=chunked())
+        assert "content-length" not in {k.lower() for k in r.request.headers}
+        assert error_of(r, 413)["code"] == "too_large"
+        assert not list(tmp_path.glob("talent-api-load-*"))
+        assert not app.state.runtime.loads.jobs
+        # a small upload in the same chunked form is accepted
+        def small():
+            yield (b'--XB\r\nContent-Disposition: form-data; name="file"; '
+                   b'filename="small.txt"\r\nContent-Type: text/plain\r\n\r\n')
+            yield b"Chunk Film|directed_by|Chunk Person\n"
+            yield (b'\r\n--XB\r\nContent-Disposition: form-data; name="format"\r\n\r\n'
+                   b"metaqa\r\n--XB--\r\n")
+
+        r = c.post("/v1/loads", headers={**auth(api_keys["write"]),
+                                         "Content-Type": "multipart/form-data; boundary=XB"},
+                   content=small())
+        assert r.status_code == 202, r.text
+        job, deadline = r.json(), time.time() + 60
+        while job["status"] in ("queued", "running") and time.time() < deadline:
+            time.sleep(0.1)
+            job = c.get(f"/v1/loads/{job['id']}", headers=auth(api_keys["read"])).json()
+        assert job["status"] == "done" and job["result"]["loaded"] == 1, job
+
+
+def test_load_job_progress_to_the_end_and_rejects(client, api_keys):
+    rows = ["Api Film One|directed_by|Api Person", "Api Film One|release_year|2031",
+            "a line without pipes", "Api Film Two|starred_actors|Api Person"]
+    r = client.post("/v1/loads", headers=auth(api_keys["write"]),
+                    files={"file": ("extra_kb.txt", ("\n".join(rows) + "\n").encode())},
+                    data={"format": "metaqa", "on_error": "skip"})
+    assert r.status_code == 202, r.text
+    job = r.json()
+    assert job["status"] in ("queued", "running", "done")
+    h = auth(api_keys["read"])
+    deadline = time.time() + 60
+    while job["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.1)
+        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    assert job["status"] == "done", job
+    assert job["result"]["rows_read"] == 4 and job["result"]["rejected"] == 1
+    assert job["result"]["loaded"] == 3 and job["progress"]["triples"] == 3
+    assert job["rejects"]
+    rej = client.get(f"/v1/loads/{job['id']}/rejects", headers=h)
+    assert rej.status_code == 200 and len(rej.text.strip().splitlines()) == 1
+    assert error_of(client.get("/v1/loads/nope", headers=h), 404)
+    for data, field in (({"format": "csv"}, "format"), ({}, "format"),
+                        ({"format": "metaqa", "on_error": "maybe"}, "on_error")):
+        r = client.post("/v1/loads", headers=auth(api_keys["write"]), data=data,
+                        files={"file": ("upload.txt", b"A|rel|B\n")})
+        assert error_of(r, 422)["field"] == field, r.text
+    found = client.get("/v1/entities", params={"q": "Api Person"}, headers=h).json()
+    assert any(e["name"] == "Api Person" for e in found["entities"])
+
+
+def test_chat_completion_shape_and_errors(client, api_keys):
+    h = auth(api_keys["read"])
+    r = client.post("/v1/chat/completions", headers=h, json={
+        "model": "talent", "temperature": 0.2,
+        "messages": [{"role": "user", "content": [{"type": "text",
+                                                   "text": "who directed [Gravity]"}]}]})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["object"] == "chat.completion" and out["choices"][0]["message"]["role"] == \
+        "assistant"
+    assert set(out["talent"]) == ASK_JSON_KEYS
+    err = error_of(client.post("/v1/chat/completions", headers=h, json={
+        "messages": [{"role": "system", "content": "x"}]}), 422)
+    assert err["field"] == "messages"
+    assert error_of(client.post("/v1/chat/completions", headers=h,
+                                json={"messages": []}), 422)["field"] == "messages"
+
+
+def test_an_unexpected_failure_is_a_json_500(api_env, api_keys):
+    from fastapi.testclient import TestClient
+
+    from talent_core.api.app import create_app
+
+    def broken():
+        raise RuntimeError("store exploded")
+
+    app = create_app(api_settings(api_env), pipeline_factory=broken)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        err = error_of(c.get("/v1/stats", headers=auth(api_keys["read"])), 500)
+        assert err["code"] == "internal" and "RuntimeError" in err["message"]
+        assert "store exploded" not in err["message"]  # details stay in the server log
+        assert error_of(c.get("/readyz", headers=auth(api_keys["read"])), 503)

@@ -1,0 +1,154 @@
+"""A real `talent serve` process on the toy KG with the tiny model: Server-Sent Events read
+by a real HTTP client (httpx) in stage order, keys enforced over the wire, and a client that
+disconnects mid-stream gives its model slot back."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from api_helpers import STAGES, auth, sse_events
+
+httpx = pytest.importorskip("httpx")
+Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(api_env, api_keys, tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = {**os.environ, **api_env, "TALENT_MAX_UPLOAD_MB": "1"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "talent_core", "serve", "--port", str(port)],
+            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=Path(api_env["TALENT_DATA_DIR"]))
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError("talent serve did not start:\n" + log.read_text())
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_keys_are_required_over_the_wire(server, api_keys):
+    r = httpx.get(server + "/v1/stats")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+    r = httpx.get(server + "/v1/stats", headers=auth(api_keys["read"]))
+    assert r.status_code == 200 and r.json()["triples"] > 0
+
+
+def test_refusals_over_the_wire(server, api_keys):
+    r = httpx.post(server + "/v1/loads", headers=auth(api_keys["read"]),
+                   files={"file": ("kb.txt", b"A|rel|B\n")})
+    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+    r = httpx.post(server + "/v1/loads", headers=auth(api_keys["write"]),
+                   files={"file": ("kb.txt", b"A|rel|B\n" * 140_000)})  # 1.1 MB > 1 MB
+    assert r.status_code == 413 and r.json()["error"]["code"] == "too_large"
+    r = httpx.post(server + "/v1/ask", headers=auth(api_keys["read"]),
+                   json={"question": "x" * 5000})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "question"
+    assert "5,000 characters" in r.json()["error"]["message"]
+
+
+def test_load_job_polled_to_the_end(server, api_keys):
+    rows = [f"Wire Film {i}|directed_by|Wire Person {i % 7}" for i in range(300)]
+    rows.insert(150, "not a triple")
+    r = httpx.post(server + "/v1/loads", headers=auth(api_keys["write"]),
+                   files={"file": ("wire_kb.txt", ("\n".join(rows) + "\n").encode())},
+                   data={"format": "metaqa", "on_error": "skip"})
+    assert r.status_code == 202, r.text
+    job, seen = r.json(), []
+    deadline = time.time() + 60
+    while job["status"] in ("queued", "running"):
+        assert time.time() < deadline, job
+        time.sleep(0.05)
+        job = httpx.get(f"{server}/v1/loads/{job['id']}", headers=auth(api_keys["read"])).json()
+        seen.append(job["status"])
+    assert job["status"] == "done", job
+    assert job["result"]["rows_read"] == 301 and job["result"]["rejected"] == 1
+    assert job["result"]["loaded"] == 300 and job["progress"]["triples"] == 300
+    assert job["progress"]["total_rows"] == 301 and job["progress"]["rows"] == 301
+    rej = httpx.get(f"{server}/v1/loads/{job['id']}/rejects", headers=auth(api_keys["read"]))
+    assert rej.status_code == 200 and "not a triple" in rej.text
+
+
+def test_streamed_ask_events_in_stage_order(server, api_keys):
+    t0 = time.perf_counter()
+    arrived: list[float] = []
+    text = ""
+    with httpx.stream("POST", server + "/v1/ask", json={**Q, "stream": True},
+                      headers=auth(api_keys["read"]), timeout=120) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for chunk in r.iter_text():
+            text += chunk
+            arrived.append(time.perf_counter() - t0)
+    events = sse_events(text)
+    assert [e for e, _ in events] == STAGES
+    data = dict(events)
+    assert data["candidate"]["nodes"] and isinstance(data["answer"]["answer"], list)
+    assert data["done"]["timings_ms"]
+
+
+def test_disconnect_mid_stream_frees_the_slot(server, api_keys):
+    h = auth(api_keys["read"])
+    with httpx.stream("POST", server + "/v1/ask", json={**Q, "stream": True}, headers=h,
+                      timeout=120) as r:
+        first = next(r.iter_lines())
+        assert first == "event: seeds"
+    # the client went away after the first event: its slot comes back
+    deadline = time.time() + 60
+    while True:
+        llm = httpx.get(server + "/readyz", headers=h).json()["llm"]
+        if llm["admitted"] == 0 and llm["running"] == 0:
+            break
+        assert time.time() < deadline, llm
+        time.sleep(0.2)
+    r = httpx.post(server + "/v1/ask", json=Q, headers=h, timeout=120)
+    assert r.status_code == 200 and "answer" in r.json()
+
+
+def test_openai_sdk_streams_a_chat_completion(server, api_keys):
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(base_url=server + "/v1", api_key=api_keys["read"], max_retries=0)
+    chunks = list(client.chat.completions.create(
+        model="talent", stream=True,
+        messages=[{"role": "system", "content": "answer from the KG"},
+                  {"role": "user", "content": "who directed [Gravity]"}]))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text and chunks[-1].choices[0].finish_reason == "stop"
+    talent = chunks[-1].model_extra["talent"]  # the evidence: the `talent ask --json` document
+    assert talent["candidate"] and "evidence" in talent
+    assert text == (" | ".join(talent["answer"]) or "(no answer)")
+    done = client.chat.completions.create(
+        model="talent", messages=[{"role": "user", "content": "who directed [Gravity]"}])
+    assert done.choices[0].message.content == text
+    assert done.model_extra["talent"]["question"] == "who directed Gravity"  # [topic] read
+    bad = openai.OpenAI(base_url=server + "/v1", api_key="tk_nope", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(model="talent",
+                                    messages=[{"role": "user", "content": "hi"}])
