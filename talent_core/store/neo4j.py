@@ -15,6 +15,7 @@ import neo4j
 import numpy as np
 from neo4j import GraphDatabase, RoutingControl
 
+from talent_core.store.base import Vector
 from talent_core.store.cypher import statement, statements
 from talent_core.store.cypher_store import CypherStore, Row
 from talent_core.text import lucene_fuzzy_query, lucene_query
@@ -95,6 +96,12 @@ class Neo4jStore(CypherStore):
 
     def _fuzzy_query(self, text: str) -> str:
         return lucene_fuzzy_query(text)
+
+    def _topk_params(self, k: int, vector: Vector) -> dict[str, Any]:
+        # Lucene's HNSW search explores as many candidates as it returns: at least 50 of
+        # them, the best k kept (cypher/neo4j/top_entities.cypher; the recall by size:
+        # bench/neo4j_vector_probe.py)
+        return {**super()._topk_params(k, vector), "fetch": max(2 * int(k) + 10, 50)}
 
     def _vector_rows(self, fields: dict[str, list[str]], vectors: np.ndarray) -> list[dict]:
         cols = list(fields.items())

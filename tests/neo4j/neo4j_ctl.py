@@ -9,9 +9,18 @@ which the settings (talent_core/config.py), the tests and .ci/run read when pres
     python tests/neo4j/neo4j_ctl.py up       # build if needed, start, wait for Bolt
     python tests/neo4j/neo4j_ctl.py down     # stop; delete the data unless --keep (KEEP=1)
     python tests/neo4j/neo4j_ctl.py status
+    python tests/neo4j/neo4j_ctl.py admin database import full ...   # neo4j-admin, offline
+
+`admin` runs Neo4j's own admin tool (`neo4j-admin`: org.neo4j.cli.AdminTool, whose
+`database import full` is org.neo4j:neo4j-import-tool, already on the launcher's class path)
+on the launcher's home, with the server stopped; `tests/neo4j/bin/neo4j-admin` is the same
+as a command, so the `import.sh` of `talent export --neo4j-import` runs with that folder on
+PATH.
 
 Environment: NEO4J_HEAP (JVM -Xmx, default 1g), NEO4J_PORT (default: a free port),
-NEO4J_START_TIMEOUT (seconds, default 180), MVN (default mvn).
+NEO4J_START_TIMEOUT (seconds, default 180), MVN (default mvn), NEO4J_STATE (another state
+folder, e.g. a scratch server beside the development one: its env file is then
+`$NEO4J_STATE/neo4j.env`, not `.talent/neo4j.env`).
 """
 
 from __future__ import annotations
@@ -29,16 +38,25 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-STATE = ROOT / ".talent" / "neo4j"
-ENV_FILE = ROOT / ".talent" / "neo4j.env"
+STATE = Path(os.environ.get("NEO4J_STATE") or ROOT / ".talent" / "neo4j").absolute()
+ENV_FILE = STATE / "neo4j.env" if os.environ.get("NEO4J_STATE") else ROOT / ".talent" / "neo4j.env"
 PID_FILE = STATE / "neo4j.pid"
 LOG_FILE = STATE / "launcher.log"
 HOME = STATE / "home"
 MAIN = "talent.neo4j.Launcher"
+ADMIN_MAIN = "org.neo4j.cli.AdminTool"  # neo4j-admin
 READY = b" ready: bolt://"  # the launcher's line once its password is set
 CLASSES = HERE / "target" / "classes"
 CLASSPATH = HERE / "target" / "classpath.txt"
 SOURCES = [HERE / "pom.xml", HERE / "src" / "main" / "java" / "talent" / "neo4j" / "Launcher.java"]
+
+
+def shown(path: Path) -> Path:
+    """``path`` relative to the checkout when it is inside it (messages)."""
+    try:
+        return path.relative_to(ROOT)
+    except ValueError:
+        return path
 
 
 def say(msg: str) -> None:
@@ -201,7 +219,7 @@ def up() -> None:
         time.sleep(0.2)
     write_env({"NEO4J_URI": uri, "NEO4J_USER": "neo4j", "NEO4J_PASSWORD": password})
     say(f"Neo4j 5 Community up at {uri} (pid {proc.pid}) in {time.monotonic() - t0:.1f} s; "
-        f"env: {ENV_FILE.relative_to(ROOT)}, log: {LOG_FILE.relative_to(ROOT)}")  # fmt: skip
+        f"env: {shown(ENV_FILE)}, log: {shown(LOG_FILE)}")  # fmt: skip
 
 
 def stop(pid: int, timeout: float = 60.0) -> None:
@@ -235,10 +253,10 @@ def down(keep: bool) -> None:
     PID_FILE.unlink(missing_ok=True)
     ENV_FILE.unlink(missing_ok=True)
     if keep:
-        say(f"data kept in {HOME.relative_to(ROOT)}")
+        say(f"data kept in {shown(HOME)}")
     elif STATE.exists():
         shutil.rmtree(STATE)
-        say(f"removed {STATE.relative_to(ROOT)}")
+        say(f"removed {shown(STATE)}")
 
 
 def status() -> None:
@@ -255,9 +273,27 @@ def status() -> None:
     sys.exit(0 if ok else 1)
 
 
+def admin(args: list[str]) -> int:
+    """Neo4j's admin tool (neo4j-admin) on the launcher's home; an import needs the server
+    stopped (`make neo4j-down KEEP=1`). Returns its exit status."""
+    cp = build()
+    if running_pid() is not None and args[:2] == ["database", "import"]:
+        fail("the server is running: stop it first (`make neo4j-down KEEP=1`); "
+             "neo4j-admin imports into a stopped database")  # fmt: skip
+    STATE.mkdir(parents=True, exist_ok=True)
+    os.chmod(STATE, 0o700)
+    conf = HOME / "conf"  # neo4j.conf may be added here; none: Neo4j's defaults
+    conf.mkdir(parents=True, exist_ok=True)
+    heap = os.environ.get("NEO4J_HEAP", "1g")
+    env = {**os.environ, "NEO4J_HOME": str(HOME), "NEO4J_CONF": str(conf)}
+    return subprocess.run(["java", f"-Xmx{heap}", "-cp", cp, ADMIN_MAIN, *args], env=env).returncode
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["admin"]:  # everything after it is neo4j-admin's
+        sys.exit(admin(sys.argv[2:]))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("action", choices=["up", "down", "status", "build"])
+    ap.add_argument("action", choices=["up", "down", "status", "build", "admin"])
     ap.add_argument("--keep", action="store_true", help="down: keep the data")
     args = ap.parse_args()
     if args.action == "up":
