@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from talent_core.explore import is_cvt
 from talent_core.llm.context import GraphView
 from talent_core.llm.parsing import clean_name
 from talent_core.llm.ranking import Scored
@@ -25,6 +26,7 @@ from talent_core.models import (
     path_text,
 )
 from talent_core.retrieval.planner import (
+    choose_planner,
     node_paths,
     node_prior,
     plan_text,
@@ -56,13 +58,20 @@ class Plan:
     prior: dict[str, float] = field(default_factory=dict)
     via: dict[str, str] = field(default_factory=dict)
     ends: dict[str, set[str]] = field(default_factory=dict)  # path text -> the ids it reaches
+    model: PlannerModel | None = None  # the planner that planned (`choose_planner`)
 
 
 def plan_paths(planner: PlannerModel | None, known: set[str], embedder: Embedder,
                store: GraphReader, candidate: Candidate) -> Plan:
-    """The planner's relation paths from ``candidate``'s anchors, walked in the store."""
+    """The planner's relation paths from ``candidate``'s anchors, walked in the store (on a
+    store several bundled planners fit, the one whose relations S's anchor edges use:
+    `planner.choose_planner`)."""
     if planner is None or not candidate.anchors:
         return Plan()
+    if planner.alternatives:
+        anchors = set(candidate.anchors)
+        rels = {e.rel for e in candidate.edges if e.src in anchors or e.dst in anchors}
+        planner, known = choose_planner(planner, known, rels)
     names = {s.id: s.name for s in candidate.seeds}
     text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
     steps = planner.plan(embedder.encode([text])[0], known=known)
@@ -70,7 +79,7 @@ def plan_paths(planner: PlannerModel | None, known: set[str], embedder: Embedder
                    limit=planner.walk_limit)
     via = {n: path_text(t) for n, t in node_paths(steps, ends).items()}
     return Plan(planned(steps, ends), node_prior(steps, ends), via,
-                {path_text(t): ends.get(t, set()) for t, _ in steps})
+                {path_text(t): ends.get(t, set()) for t, _ in steps}, planner)
 
 
 def kg_names(context: GraphView, selection: Selection | None) -> KgNames:
@@ -92,11 +101,12 @@ def join_planned(store: GraphReader, planner: PlannerModel | None, kg: KgNames,
     """Add to the candidate answers ``kg`` the nodes the planned paths reach outside the
     context, likeliest first, at most the planner's `join_limit` (RoG's answers are the
     planned paths' ends; a node of S the retriever left out, or one past S, can then still be
-    the answer)."""
+    the answer). A Freebase CVT node (`m.0abc`: paths walk through it) never joins."""
     have = {node for _, node in kg.values()}
     ids = sorted((i for i in prior if i not in have), key=lambda i: (-prior[i], i))
     for e in store.entities_by_id(ids[: planner.join_limit if planner else 0]):
-        kg.setdefault(clean_name(e.name), (e.name, e.id))
+        if not is_cvt(e.name):
+            kg.setdefault(clean_name(e.name), (e.name, e.id))
 
 
 def rescored(planner: PlannerModel, scored: list[Scored], kg: KgNames, plan: Plan
@@ -126,7 +136,8 @@ def answer_set(store: GraphReader, ranked: list[RankedName], plan: Plan
     ends = plan.ends.get(path, set())
     top = [(r.name, r.id) for r in ranked if r.id in ends]
     seen = {i for _, i in top}
-    rest = sorted((e.name, e.id) for e in store.entities_by_id(sorted(ends - seen)))
+    rest = sorted((e.name, e.id) for e in store.entities_by_id(sorted(ends - seen))
+                  if not is_cvt(e.name))
     return top + rest, path
 
 
@@ -188,10 +199,13 @@ def answer(
         if generator.task != "label" and embedder is not None and planner is not None:
             t_plan = time.perf_counter()
             plan = plan_paths(model, planner[1], embedder, store, candidate)
+            model = plan.model or model
             if plan.paths:
                 join_planned(store, model, kg, plan.prior)
             timings["planner"] = (time.perf_counter() - t_plan) * 1000
-        names = None if generator.task == "label" else list(kg)
+        # a Freebase CVT node (`m.0abc`) is never an answer
+        names = None if generator.task == "label" else [
+            n for n, (kg_name, _) in kg.items() if not is_cvt(kg_name)]
         scored = generator.rank(question, context, names)
         if plan.paths and model is not None:
             ranked, scored = rescored(model, scored, kg, plan)

@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from talent_core.commands.console import fail, setup_logging
 from talent_core.commands.options import Verbose, model_options, option_name, with_options
-from talent_core.config import RETRIEVER_MAX_NEW_TOKENS
+from talent_core.config import RETRIEVER_MAX_NEW_TOKENS, get_settings
+from talent_core.embedding import get_embedder
 from talent_core.errors import RetrievalSettingsError
 from talent_core.evaluation.provenance import sha256_file
 from talent_core.llm.data import TrainingExample, read_examples, write_examples
@@ -33,7 +34,12 @@ from talent_core.questions import detect_question_format, read_question_files
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
 from talent_core.training import llm as llm_training
 from talent_core.training import subgraphrag as scorer_training
-from talent_core.training.planner import fit_planner
+from talent_core.training.planner import (
+    LABEL_SOURCES,
+    fit_from_labels,
+    fit_planner,
+    read_path_labels,
+)
 from talent_core.training.trainer import TrainConfig
 from talent_core.training.tune import tune
 
@@ -271,12 +277,21 @@ def annotate_explagraphs(
 def train_planner(
     questions: Annotated[list[Path], typer.Argument(
         metavar="QUESTIONS...", help="training question files with gold answers (MetaQA "
-        "`question [topic]<TAB>a1|a2`, or RoG jsonl)", exists=True, dir_okay=False)],
+        "`question [topic]<TAB>a1|a2`, or RoG jsonl), or relation-path label records "
+        "(--format webqsp-paths)", exists=True, dir_okay=False)],
     output: Annotated[Path, typer.Option("--output", "-o", help="planner directory to write")],
-    val: Annotated[Path | None, typer.Option("--val", help="validation questions", exists=True,
-                                             dir_okay=False)] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog (default: guessed "
-                                            "from each file name)")] = None,
+    val: Annotated[Path | None, typer.Option("--val", help="validation questions (label "
+                                             "records: their split 'validation' instead)",
+                                             exists=True, dir_okay=False)] = None,
+    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog | webqsp-paths "
+                                            "(label records: id, split, question, q_entity, "
+                                            "inferential_chain, ground_paths; no store is "
+                                            "read) (default: guessed from each file name)")
+                   ] = None,
+    labels: Annotated[str, typer.Option("--labels", help="webqsp-paths: ground | chain | "
+                                        "both (training.planner.path_labels)")] = "both",
+    min_count: Annotated[int, typer.Option("--min-count", min=1, help="webqsp-paths: drop "
+                                           "paths labelled in fewer training questions")] = 3,
     name: Annotated[str | None, typer.Option(help="the planner's name (default: the output "
                                              "directory's)")] = None,
     max_len: Annotated[int, typer.Option("--max-len", min=1, max=3,
@@ -292,8 +307,12 @@ def train_planner(
     verbose: Verbose = False,
 ) -> None:
     """Train the relation-path planner that re-weights ranked answers (`--planner DIR` on
-    ask / eval / app; the shipped one serves MetaQA)."""
+    ask / eval / app; the shipped ones serve MetaQA and Freebase)."""
     setup_logging(verbose)
+    if fmt == "webqsp-paths":
+        _train_planner_from_labels(questions, output, val, labels, min_count, name, max_len,
+                                   epochs, lr, answer_weight, eps, limit)
+        return
     train_recs = read_question_files(questions, fmt, limit)
     val_recs = read_question_files([val], fmt) if val else []
     if not train_recs:
@@ -312,6 +331,30 @@ def train_planner(
             files=[p.name for p in questions], val_file=val.name if val else None)
     finally:
         pipe.close()
+    typer.echo(json.dumps({"planner": str(output), "paths": len(model.paths),
+                           "training": model.meta["training"],
+                           "validation": model.meta.get("validation")}))
+
+
+def _train_planner_from_labels(questions: list[Path], output: Path, val: Path | None,
+                               labels: str, min_count: int, name: str | None, max_len: int,
+                               epochs: int, lr: float, answer_weight: float, eps: float,
+                               limit: int | None) -> None:
+    """`talent train planner --format webqsp-paths`: labels from the records, no store."""
+    if val is not None:
+        raise fail("--val: label records validate on their split 'validation'")
+    if labels not in LABEL_SOURCES:
+        raise fail(f"--labels {labels!r}: expected one of {', '.join(LABEL_SOURCES)}")
+    records = [r for p in questions for r in read_path_labels(p)][:limit]
+    settings = get_settings()
+    embedder = get_embedder(settings.embedding_model, settings.device,
+                            settings.embed_batch_size, settings.query_embedder)
+    model = fit_from_labels(records, embedder, output, name=name or output.name,
+                            embedding_model=settings.embedding_model,
+                            source=labels,  # type: ignore[arg-type]
+                            min_count=min_count, max_len=max_len, epochs=epochs, lr=lr,
+                            answer_weight=answer_weight, eps=eps,
+                            files=[p.name for p in questions])
     typer.echo(json.dumps({"planner": str(output), "paths": len(model.paths),
                            "training": model.meta["training"],
                            "validation": model.meta.get("validation")}))

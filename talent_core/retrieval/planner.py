@@ -175,6 +175,9 @@ class PlannerModel:
     weight: np.ndarray  # (C, d)
     bias: np.ndarray  # (C,)
     meta: dict[str, Any] = field(default_factory=dict)
+    # other bundled planners the store also fits, with their known relations
+    # (`resolve_planner`); `choose_planner` picks among them per question
+    alternatives: list[tuple[PlannerModel, set[str]]] = field(default_factory=list, repr=False)
 
     @property
     def relations(self) -> set[str]:
@@ -291,8 +294,9 @@ def resolve_planner(spec: str, store: Any, embedding_model: str
                     ) -> tuple[PlannerModel | None, set[str]]:
     """(planner, the store's relations among its paths') for a --planner choice: "none";
     "bundled" (the shipped planner for this embedding model whose relations the store holds
-    most of; none fits: no planner); or a directory (raises `PlannerError` when unusable).
-    A planner none of whose paths the store can walk is off (logged)."""
+    most of, the other fitting ones as its `alternatives`; none fits: no planner); or a
+    directory (raises `PlannerError` when unusable). A planner none of whose paths the
+    store can walk is off (logged)."""
     if spec == "none":
         return None, set()
     if spec == "bundled":
@@ -306,13 +310,30 @@ def resolve_planner(spec: str, store: Any, embedding_model: str
                                f"{model.meta.get('embedding_model')!r}, the store uses "
                                f"{embedding_model!r}")
         models = [model]
-    best: tuple[PlannerModel | None, set[str]] = (None, set())
+    fitting: list[tuple[PlannerModel, set[str]]] = []
     for m in models:
         known = set(store.existing_relations(sorted(m.relations)))
-        walkable = [p for p in m.paths if set(p) <= known]
-        if walkable and len(known) > len(best[1]):
-            best = (m, known)
-        elif not walkable:
+        if any(set(p) <= known for p in m.paths):
+            fitting.append((m, known))
+        else:
             log.info("planner %s: the store holds none of its relation paths; not used",
                      m.meta.get("name", "?"))
+    if not fitting:
+        return None, set()
+    fitting.sort(key=lambda x: -len(x[1]))  # stable: the first of equals stays first
+    best, known = fitting[0]
+    best.alternatives = fitting[1:]
+    return best, known
+
+
+def choose_planner(planner: PlannerModel, known: set[str], anchor_relations: set[str]
+                   ) -> tuple[PlannerModel, set[str]]:
+    """Per question, on a store several planners fit (a MetaQA and a Freebase KG loaded
+    together): the one whose known relations the anchors' edges use most (ties and no
+    anchor edges: ``planner``, the store's best fit)."""
+    best, best_n = (planner, known), len(known & anchor_relations)
+    for alt, alt_known in planner.alternatives:
+        n = len(alt_known & anchor_relations)
+        if n > best_n:
+            best, best_n = (alt, alt_known), n
     return best
