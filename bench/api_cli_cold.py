@@ -13,6 +13,7 @@ server yet), and one streamed ask over HTTP is timed right after each CLI answer
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -23,11 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-import httpx
-from api_latency import free_port, questions, streamed_ask
+from api_latency import questions, served, streamed_ask
 from benchio import load_average, write_json_atomic
-
-from talent_core.api.keys import KeyStore
 
 
 def main() -> None:
@@ -41,40 +39,19 @@ def main() -> None:
     env = {**os.environ, "TALENT_DATA_DIR": str(args.data_dir.resolve())}
     before = load_average()
     runs = []
-    server = ks = rec = key = None
-    if args.with_server:
-        ks = KeyStore(args.data_dir.resolve())
-        had_keys_file = ks.path.exists()
-        rec, key = ks.create(f"bench-api-cli-{os.getpid()}", "read")
-        base = f"http://127.0.0.1:{free_port()}"
-        server = subprocess.Popen([sys.executable, "-m", "talent_core", "serve", "--port",
-                                   base.rsplit(":", 1)[1], "--preload"], env=env, cwd=ROOT)
-    try:
-        if server is not None:
-            while True:
-                try:
-                    if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if server.poll() is not None:
-                    raise SystemExit("talent serve exited")
-                time.sleep(0.2)
+    with contextlib.ExitStack() as stack:
+        base = key = None
+        if args.with_server:
+            base, key, _ = stack.enter_context(served(args.data_dir.resolve(),
+                                                      "bench-api-cli"))
         for q in questions(args.questions, args.n + 1)[1:]:  # api_latency's timed questions
             t0 = time.perf_counter()
             subprocess.run([sys.executable, "-m", "talent_core", "ask", q, "--json"], env=env,
                            cwd=ROOT, check=True, capture_output=True)
             runs.append({"question": q, "wall_s": round(time.perf_counter() - t0, 2)})
-            if server is not None:
+            if base is not None:
                 runs[-1]["api_streamed_whole_s"] = streamed_ask(base, key, q)["end"]
             print(f"{runs[-1]}", file=sys.stderr)
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait(timeout=30)
-            ks.revoke(rec.id)
-            if not had_keys_file and not ks.keys():
-                ks.path.unlink()  # the data dir is left as it was found
     walls = [r["wall_s"] for r in runs]
     write_json_atomic(args.out, {
         "what": "wall time of one `talent ask QUESTION --json` process per question (the "

@@ -16,6 +16,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +33,39 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def served(data_dir: Path, name: str) -> Iterator[tuple[str, str, subprocess.Popen]]:
+    """(base URL, a temporary read key, the process) of `talent serve --preload` on
+    ``data_dir`` and a free port, once /healthz answers (the models are loaded then); the
+    server is stopped and the key revoked afterwards (the keys file removed if this made it:
+    the data dir is left as it was found)."""
+    ks = KeyStore(data_dir)
+    had_keys_file = ks.path.exists()
+    rec, key = ks.create(f"{name}-{os.getpid()}", "read")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, "-m", "talent_core", "serve", "--port", str(port),
+                             "--preload"], env={**os.environ, "TALENT_DATA_DIR": str(data_dir)},
+                            cwd=ROOT)
+    try:
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None:
+                raise SystemExit("talent serve exited")
+            time.sleep(0.2)
+        yield base, key, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        ks.revoke(rec.id)
+        if not had_keys_file and not ks.keys():
+            ks.path.unlink()
 
 
 def questions(path: Path, n: int) -> list[str]:
@@ -75,27 +110,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    data_dir = args.data_dir.resolve()
-    ks = KeyStore(data_dir)
-    had_keys_file = ks.path.exists()
-    rec, key = ks.create(f"bench-api-latency-{os.getpid()}", "read")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "TALENT_DATA_DIR": str(data_dir)}
     before = load_average()
     t_start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "talent_core", "serve", "--port", str(port),
-                             "--preload"], env=env, cwd=ROOT)
-    try:
-        while True:  # --preload: /healthz answers once the models are loaded
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise SystemExit("talent serve exited")
-            time.sleep(0.2)
+    with served(args.data_dir.resolve(), "bench-api-latency") as (base, key, _):
         ready_s = round(time.perf_counter() - t_start, 2)
         qs = questions(args.questions, args.n + 1)
         warm = streamed_ask(base, key, qs[0])  # the first ask also loads the query embedder
@@ -106,12 +123,6 @@ def main() -> None:
             runs.append(r)
             print(f"{r['first_event']:.3f}s first event, {r['end']:.3f}s whole  {q}",
                   file=sys.stderr)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        ks.revoke(rec.id)
-        if not had_keys_file and not ks.keys():
-            ks.path.unlink()  # the data dir is left as it was found
     write_json_atomic(args.out, {
         "what": "streamed POST /v1/ask over HTTP against `talent serve --preload` (one "
                 "process, models loaded once); seconds from the request to each event",

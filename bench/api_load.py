@@ -11,9 +11,7 @@ is an error. A temporary read key is created and revoked; the store is not writt
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -25,10 +23,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import httpx
 import psutil
-from api_latency import free_port, questions
+from api_latency import questions, served
 from benchio import load_average, write_json_atomic
 
-from talent_core.api.keys import KeyStore
 from talent_core.evaluation.latency import percentile
 
 OPS = ("ask", "retrieve", "entities")
@@ -107,52 +104,30 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
-    data_dir = args.data_dir.resolve()
-    ks = KeyStore(data_dir)
-    had_keys_file = ks.path.exists()
-    rec, key = ks.create(f"bench-api-load-{os.getpid()}", "read")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     qs = questions(args.questions, 100)
     before = load_average()
-    proc = subprocess.Popen([sys.executable, "-m", "talent_core", "serve", "--port", str(port),
-                             "--preload"], env={**os.environ, "TALENT_DATA_DIR": str(data_dir)},
-                            cwd=ROOT)
     rss: list[int] = []
     done = threading.Event()
 
-    def sample() -> None:
-        p = psutil.Process(proc.pid)
+    def sample(pid: int) -> None:
+        p = psutil.Process(pid)
         while not done.wait(0.5):
             try:
                 rss.append(p.memory_info().rss)
             except psutil.Error:
                 return
 
-    try:
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise SystemExit("talent serve exited")
-            time.sleep(0.2)
-        threading.Thread(target=sample, daemon=True).start()
-        run_clients(base, key, qs[:2], 1, 0.1, OPS)  # warm-up: embedder, planner
-        alone = run_clients(base, key, qs, 1, args.alone_seconds, ("ask",))
-        print(f"alone: {alone['asks_per_min']} asks/min", file=sys.stderr)
-        many = run_clients(base, key, qs, args.clients, args.seconds, OPS)
-        print(f"{args.clients} clients: {many['asks_per_min']} asks/min, "
-              f"unexpected {many['unexpected']}", file=sys.stderr)
-    finally:
-        done.set()
-        proc.terminate()
-        proc.wait(timeout=30)
-        ks.revoke(rec.id)
-        if not had_keys_file and not ks.keys():
-            ks.path.unlink()  # the data dir is left as it was found
+    with served(args.data_dir.resolve(), "bench-api-load") as (base, key, proc):
+        try:
+            threading.Thread(target=sample, args=(proc.pid,), daemon=True).start()
+            run_clients(base, key, qs[:2], 1, 0.1, OPS)  # warm-up: embedder, planner
+            alone = run_clients(base, key, qs, 1, args.alone_seconds, ("ask",))
+            print(f"alone: {alone['asks_per_min']} asks/min", file=sys.stderr)
+            many = run_clients(base, key, qs, args.clients, args.seconds, OPS)
+            print(f"{args.clients} clients: {many['asks_per_min']} asks/min, "
+                  f"unexpected {many['unexpected']}", file=sys.stderr)
+        finally:
+            done.set()
     write_json_atomic(args.out, {
         "what": "one `talent serve --preload` process (TALENT_API_LLM_SLOTS=1, "
                 "TALENT_API_LLM_QUEUE=8 defaults): one client asking alone, then N clients "
