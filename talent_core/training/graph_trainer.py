@@ -145,7 +145,7 @@ def run_graph_training(
         for i in group:
             loss = example_loss(model, module, features[i], graphs[i], pad_id, device)
             (loss / len(group)).backward()
-            loss_sum += float(loss)
+            loss_sum += float(loss.detach())
         loss_value = loss_sum / len(group)
         if not math.isfinite(loss_value):
             raise FloatingPointError(f"generator+graph: loss is {loss_value} at step {step + 1}")

@@ -316,7 +316,8 @@ def run_training(
         report_to=[],
         disable_tqdm=True,
         save_only_model=False,
-        gradient_checkpointing=False,  # load_base enabled it already when asked for
+        # (no gradient/activation checkpointing argument: load_base enabled it already when
+        # asked for, and transformers 5 renamed the argument, warning on the old name)
         deepspeed=config.deepspeed,
     )
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
