@@ -1,4 +1,5 @@
-# The TaLenT GraphQA app (Streamlit UI + CLI). CPU image; see docker-compose.yml.
+# The TaLenT GraphQA app (Streamlit UI + CLI; the same image runs `talent serve`, the HTTP
+# API, as docker-compose.yml's `api` service). CPU image; see docker-compose.yml.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -35,6 +36,8 @@ ENV TALENT_DATA_DIR=/data \
 #   docker run -p 127.0.0.1:8501:8501 ...   (docker-compose.yml does this by default)
 # and put an authenticating reverse proxy or an SSH tunnel in front to reach it from elsewhere.
 EXPOSE 8501
+# `talent serve --host 0.0.0.0 --port 8765` (docker-compose.yml's api service; keys required)
+EXPOSE 8765
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=5 \
   CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)" || exit 1
 CMD ["talent", "app", "--address", "0.0.0.0", "--port", "8501"]

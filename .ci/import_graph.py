@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, int]] = [
     ("talent_core.training", 5),
     ("talent_core.pipeline", 4),
     ("talent_core.answer", 4),
+    ("talent_core.planning", 4),
     ("talent_core.explore", 3),
     ("talent_core.retrieval", 3),
     ("talent_core.llm", 3),

@@ -1,5 +1,6 @@
-"""What every page shares: the cached Pipeline, the store line of the sidebar, the graph
-component with its legend, and the component's click events."""
+"""What every page shares: the cached Pipeline (or the API client the Ask page answers
+through), the store line of the sidebar, the graph component with its legend, and the
+component's click events."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from talent_core.api.client import ApiClient
 from talent_core.config import get_settings
 from talent_core.pipeline import Pipeline
 from talent_core.ui.kg import COLUMN_GAP, EDGE_GROUPS, ROLES, ComponentIds, layered
@@ -44,6 +46,13 @@ def default_pipeline() -> Pipeline:
     """The Pipeline of the default settings (Explore, Load, Evaluate share Ask's default)."""
     s = get_settings()
     return get_pipeline(s.adapters, s.decode, s.base_model)
+
+
+def api_client() -> ApiClient | None:
+    """The `talent serve` the Ask page answers through (TALENT_API_URL with TALENT_API_KEY):
+    its models answer, none load in this process; None: the page answers in-process. The
+    one place the choice is made; the store is still read here (the other pages, browsing)."""
+    return ApiClient.from_settings(get_settings(), discover=False)
 
 
 def store_caption(pipe: Pipeline) -> None:

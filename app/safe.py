@@ -1,7 +1,8 @@
 """What the UI does before showing or writing anything that came from outside: KG text,
 model output and exception messages are shown as plain text (never Markdown: a KG name
 like `![x](http://...)` must not become an image or a link), and an uploaded file is
-written under a safe name inside the upload folder."""
+written under a safe name (`talent_core.text.safe_upload_name`) inside the upload
+folder."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import re
 from pathlib import Path
 
 from talent_core.errors import TalentError
+from talent_core.text import safe_upload_name  # the one upload-name rule (the API's too)
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~$:])")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def plain(text: str) -> str:
@@ -28,15 +29,6 @@ def error_line(e: BaseException) -> str:
     if isinstance(e, TalentError) and text:
         return text
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
-def safe_upload_name(name: str, default: str = "upload") -> str:
-    """The last path component of an uploaded file's name (either separator), reduced to
-    [A-Za-z0-9._-], never empty, ``.``/``..`` or hidden; the extension is kept (formats
-    are detected from it)."""
-    base = re.split(r"[\\/]", str(name))[-1]
-    base = _UNSAFE.sub("_", base).lstrip(".") or default
-    return base[-120:]
 
 
 def upload_path(folder: Path, name: str) -> Path:

@@ -36,18 +36,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(data_dir: Path, name: str) -> Iterator[tuple[str, str, subprocess.Popen]]:
-    """(base URL, a temporary read key, the process) of `talent serve --preload` on
-    ``data_dir`` and a free port, once /healthz answers (the models are loaded then); the
-    server is stopped and the key revoked afterwards (the keys file removed if this made it:
-    the data dir is left as it was found)."""
+def served(data_dir: Path, name: str, scope: str = "read", env: dict[str, str] | None = None,
+           ) -> Iterator[tuple[str, str, subprocess.Popen]]:
+    """(base URL, a temporary key of ``scope``, the process) of `talent serve --preload` on
+    ``data_dir`` and a free port (``env`` added to its environment), once /healthz answers
+    (the models are loaded then); the server is stopped and the key revoked afterwards (the
+    keys file removed if this made it: the data dir is left as it was found)."""
     ks = KeyStore(data_dir)
     had_keys_file = ks.path.exists()
-    rec, key = ks.create(f"{name}-{os.getpid()}", "read")
+    rec, key = ks.create(f"{name}-{os.getpid()}", scope)  # type: ignore[arg-type]
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, "-m", "talent_core", "serve", "--port", str(port),
-                             "--preload"], env={**os.environ, "TALENT_DATA_DIR": str(data_dir)},
+                             "--preload"],
+                            env={**os.environ, "TALENT_DATA_DIR": str(data_dir), **(env or {})},
                             cwd=ROOT)
     try:
         while True:

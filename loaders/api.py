@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from pathlib import Path
@@ -29,6 +30,15 @@ from talent_core.store.base import GraphStore
 log = logging.getLogger(__name__)
 
 _GENERIC_STEMS = {"train", "dev", "test", "val", "valid", "validation", "data", "kb", "graph"}
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file (its Source record tells two versions apart)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def detect_format(path: str) -> str:
@@ -126,10 +136,12 @@ def load_path(
     settings: Settings | None = None, batch_size: int | None = None,
     dataset: str | None = None, delimiter: str | None = None, columns: str | None = None,
     split: str | None = None, concepts: str = "example", rdf_relations: str = "local",
-    embed_precision: str = "fp32", embed_threads: int | None = None, **options: Any,
+    embed_precision: str = "fp32", embed_threads: int | None = None,
+    source: str | None = None, **options: Any,
 ) -> LoadReport:
     """Load one input into the store (opened from `settings` when not given).
 
+    `source`: the name the load's triples are recorded under (default: the file name).
     `options` are `LoadOptions` fields (limit, on_error, rejects, self_loops,
     max_line_length, max_record_lines, progress, dry_run, on_commit, cancel). RoG questions and
     ExplaGraphs examples go to `<data_dir>/questions/<dataset>.jsonl` unless
@@ -163,6 +175,10 @@ def load_path(
                 )
             name = dataset or dataset_name(path, split)
             options["side_output_path"] = Path(settings.data_dir) / "questions" / f"{name}.jsonl"
+        if source is not None:
+            options["source_name"] = source
+        if not options.get("dry_run") and Path(path).is_file():
+            options.setdefault("source_sha256", file_sha256(Path(path)))
         options.setdefault("bulk", settings.bulk_load)
         options.setdefault("bulk_max_ids", settings.bulk_max_ids)
         opts = LoadOptions(batch_size=batch_size or settings.batch_size, **options)

@@ -45,18 +45,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from talent_core.embedding import TextEmbedder
-from talent_core.errors import LoadError, OutputError
+from talent_core.errors import LoadError, OutputError, SourceError
 from talent_core.loaders.items import BadRow, Item, Reader, Record, Row
 from talent_core.loaders.options import LoadOptions, LoadProgress, LoadReport, OnError, SelfLoops
 from talent_core.loaders.validation import normalise_row, row_text, validate_row
 from talent_core.loaders.writer import Prepared, ProgressBar, Writer, timed
-from talent_core.models import Edge
+from talent_core.models import LEGACY_SOURCE_NAME, Edge, SourceRecord
 from talent_core.store._common import make_private_dirs, owner_only
-from talent_core.store.base import GraphStore
+from talent_core.store.base import GraphStore, SourceStore
 
 log = logging.getLogger(__name__)
 
@@ -303,8 +304,8 @@ def _run_load(
             rejects.write({"file": reader.source, "line": line, "reason": reason, "raw": raw})
 
     def on_record(rec: Record) -> None:
-        if side is not None:
-            side.write(rec.data)
+        if side is not None:  # a record names the source its graph was loaded under
+            side.write(rec.data if record is None else {**rec.data, "source_id": record.id})
 
     bar = ProgressBar(reader, opts.progress)
     writer = (
@@ -315,8 +316,13 @@ def _run_load(
     if writer is not None and opts.bulk:
         with timed(report, "checks"):
             writer.bulk = _bulk_session(store, embedder, opts)
+    record = None
     ok = False
     try:
+        if writer is not None and isinstance(store, SourceStore):
+            with timed(report, "checks"):
+                record = _begin_source(store, reader, opts, writer)
+            report.source_id, report.source_name = record.id, record.name
         try:
             batches = _batches(reader, opts, report, reject, on_record)
             n = 0
@@ -386,11 +392,61 @@ def _run_load(
     excl = report.read_seconds + report.write_seconds
     if excl > 0:
         report.triples_per_s_excl_embed = report.loaded / excl
+    if record is not None:
+        # a --replace leaves the state to the replace, which finishes after its sweep
+        done = opts.collect_triples is None and not report.cancelled
+        store.put_source(record.model_copy(update={  # type: ignore[union-attr]
+            "state": "complete" if done else record.state, "rows_read": report.rows_read,
+            "loaded": report.loaded, "rejected": report.rejected}))  # fmt: skip
     if not opts.dry_run and store is not None:
         report.store_after = store.stats()
         assert report.store_before is not None
         report.new_triples = report.store_after.triples - report.store_before.triples
     return report
+
+
+def source_name_of(path: str) -> str:
+    """A load's default source name: the input's file name (a Hub dataset: its name)."""
+    return Path(path).name or path
+
+
+def _begin_source(store: SourceStore, reader: Reader, opts: LoadOptions, writer: Writer) -> Any:
+    """The load's Source record (state `loading`, or `replacing` for a --replace): the
+    source of that name if there is one (a reload adds to it), else a new id. Written now
+    for a MERGE load; a bulk load's first GRAPH.BULK carries it (a node written now would
+    end the bulk path, which needs an empty graph)."""
+    name = opts.source_name or source_name_of(reader.source)
+    if name == LEGACY_SOURCE_NAME:
+        raise SourceError(f"the source name {LEGACY_SOURCE_NAME!r} is reserved for the triples "
+                          "of stores loaded before sources were recorded; pass --source NAME")
+    records = store.source_records()
+    if opts.source_id is not None:
+        found = next((r for r in records if r.id == opts.source_id), None)
+    else:
+        found = next((r for r in records if r.name == name), None)
+    if found is not None and opts.collect_triples is None and found.state == "unloading":
+        raise SourceError(f"source {name!r} is being unloaded (a killed `talent unload`?): "
+                          f"run `talent unload {name}` again first")
+    if found is not None and opts.collect_triples is None and found.state == "replacing":
+        raise SourceError(f"source {name!r} is being replaced (a killed or failed `--replace`?)"
+                          f": run `talent load FILE --replace {name}` again first")
+    if (found is not None and opts.collect_triples is None and found.sha256
+            and opts.source_sha256 and found.sha256 != opts.source_sha256):
+        log.warning("source %r was loaded from another file (sha256 %s...); this load adds "
+                    "to it; `--replace %s` would replace it", name, found.sha256[:12], name)
+    record = SourceRecord(
+        id=found.id if found is not None else store.next_source_id(),
+        name=name, sha256=opts.source_sha256, format=reader.format,
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        state="replacing" if opts.collect_triples is not None else "loading",
+    )  # fmt: skip
+    writer.source_record, writer.source_id = record, record.id
+    if writer.bulk_active():
+        writer.bulk.source = record
+        writer.source_put = False
+    else:
+        store.put_source(record)
+    return record
 
 
 def _bulk_session(store: Any, embedder: Any, opts: LoadOptions) -> Any:

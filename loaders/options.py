@@ -39,6 +39,14 @@ class LoadOptions:
     # asked before each batch is read (e.g. `threading.Event().is_set`): True stops the load
     # there; the batches read so far commit, the report says `cancelled`
     cancel: Callable[[], bool] | None = None
+    # the load's source (issue 33; a store offering sources records it): its name (default:
+    # the file name) and the file's sha256; `source_id` reuses a source (--replace)
+    source_name: str | None = None
+    source_sha256: str | None = None
+    source_id: int | None = None
+    # --replace: every triple the load writes is added to this set (the replace then takes
+    # back the source's other assertions)
+    collect_triples: set[tuple[str, str, str]] | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -92,3 +100,7 @@ class LoadReport(BaseModel):
     rejects_file: str | None = None
     side_output_file: str | None = None
     cancelled: bool = False  # stopped by `LoadOptions.cancel`: only the batches counted here
+    # the source the triples were recorded under (None: a store without sources, dry run)
+    source_id: int | None = None
+    source_name: str | None = None
+    asserted_new: int = 0  # assertions of this source that were not in the store before

@@ -123,6 +123,12 @@ class Writer:
         # preparation must not embed them again (the store may not have them yet)
         self.inflight_entities: set[str] = set()
         self.inflight_relations: set[str] = set()
+        # the load's source (None: the store records no sources) and whether its record is
+        # in the store yet (run_load writes it before a MERGE load; a bulk load's first
+        # GRAPH.BULK carries it)
+        self.source_record: Any = None
+        self.source_id: int | None = None
+        self.source_put = True
 
     def submit(self, prep: Prepared) -> None:
         staged = None
@@ -165,11 +171,14 @@ class Writer:
         conversion deferred (`_convert_and_commit` then finishes and commits it)."""
         r = self.report
         bulk = self.bulk_active()
+        asserted = self.bulk.asserted_new if bulk else 0
         if bulk and self.bulk.write(
             prep.entities, prep.relations, prep.edges, timer=self._timer,
             defer_vectors=defer_vectors, staged=staged,
         ):  # fmt: skip
             r.bulk_batches += 1
+            r.asserted_new += self.bulk.asserted_new - asserted
+            self.source_put = True  # the first bulk batch carries the Source node
             if self.bulk.pending is not None:
                 return True
         else:
@@ -189,7 +198,13 @@ class Writer:
                 with timed(r, "relations"):
                     self.store.upsert_relations(relations)
             with timed(r, "triples"):
-                self.store.upsert_triples(prep.edges)
+                if self.source_id is None:
+                    self.store.upsert_triples(prep.edges)
+                else:
+                    if not self.source_put:  # the bulk path ended before writing its node
+                        self.store.put_source(self.source_record)  # type: ignore[attr-defined]
+                        self.source_put = True
+                    r.asserted_new += self.store.upsert_triples(prep.edges, self.source_id)
         self._commit(prep)
         return False
 
@@ -202,6 +217,8 @@ class Writer:
 
     def _commit(self, prep: Prepared) -> None:
         r = self.report
+        if self.opts.collect_triples is not None:
+            self.opts.collect_triples.update((e.src, e.rel, e.dst) for e in prep.edges)
         r.loaded += len(prep.edges)
         r.batches += 1
         prog = LoadProgress(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from talent_core.explore import is_cvt
@@ -20,20 +19,11 @@ from talent_core.models import (
     CandidateEdge,
     Decode,
     Entity,
-    PlannedPath,
     RankedName,
     Selection,
-    path_text,
 )
-from talent_core.retrieval.planner import (
-    choose_planner,
-    node_paths,
-    node_prior,
-    plan_text,
-    planned,
-    rescore,
-    walk,
-)
+from talent_core.planning import Plan, plan_paths
+from talent_core.retrieval.planner import rescore
 from talent_core.store import GraphReader
 from talent_core.text import normalise_name
 
@@ -47,39 +37,6 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["full", "no-retriever", "retrieval"]
 KgNames = dict[str, tuple[str, str]]  # the prompt's lowercase name -> (KG name, KG id)
-
-
-@dataclass
-class Plan:
-    """A question's planned relation paths, the prior pi(node id) they give and the
-    likeliest planned path reaching each node (all empty: no planner or no anchors)."""
-
-    paths: list[PlannedPath] = field(default_factory=list)
-    prior: dict[str, float] = field(default_factory=dict)
-    via: dict[str, str] = field(default_factory=dict)
-    ends: dict[str, set[str]] = field(default_factory=dict)  # path text -> the ids it reaches
-    model: PlannerModel | None = None  # the planner that planned (`choose_planner`)
-
-
-def plan_paths(planner: PlannerModel | None, known: set[str], embedder: Embedder,
-               store: GraphReader, candidate: Candidate) -> Plan:
-    """The planner's relation paths from ``candidate``'s anchors, walked in the store (on a
-    store several bundled planners fit, the one whose relations S's anchor edges use:
-    `planner.choose_planner`)."""
-    if planner is None or not candidate.anchors:
-        return Plan()
-    if planner.alternatives:
-        anchors = set(candidate.anchors)
-        rels = {e.rel for e in candidate.edges if e.src in anchors or e.dst in anchors}
-        planner, known = choose_planner(planner, known, rels)
-    names = {s.id: s.name for s in candidate.seeds}
-    text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
-    steps = planner.plan(embedder.encode([text])[0], known=known)
-    ends, _ = walk(store.follow, candidate.anchors, [t for t, _ in steps],
-                   limit=planner.walk_limit)
-    via = {n: path_text(t) for n, t in node_paths(steps, ends).items()}
-    return Plan(planned(steps, ends), node_prior(steps, ends), via,
-                {path_text(t): ends.get(t, set()) for t, _ in steps}, planner)
 
 
 def kg_names(context: GraphView, selection: Selection | None) -> KgNames:
@@ -237,6 +194,7 @@ def answer(
         frozen=frozen,
         generator=generator.kind,
         plan=plan.paths,
+        planner=plan.kind if plan.paths else None,
         answer_path=answer_path,
         answer_ids=answer_ids,
     )

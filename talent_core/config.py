@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from talent_core.models import AnswerSetRule, Decode, GeneratorType, QuestionFormat
@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     # the bulk path keeps entity id -> node id of what it wrote (in memory); past this
     # many entities the rest of the load takes the MERGE path
     bulk_max_ids: int = Field(2_000_000, ge=1)
+    # unload / --replace (issue 33) on the embedded store: rebuild the vector indexes when
+    # the entities deleted reach this fraction of those left (FalkorDB keeps deleted HNSW
+    # entries until a restart; below it, the vector query's over-fetch and retry absorb them)
+    vector_rebuild_fraction: float = Field(0.05, ge=0.0)
     # a .gz input may decompress to at most this many bytes (a gzip bomb stops with a clear
     # error instead of running for minutes); the default admits real dumps
     max_decompressed_bytes: int = Field(50 * 1024**3, ge=1)
@@ -102,8 +106,18 @@ class Settings(BaseSettings):
     # more may wait for a slot; past that an ask is refused with 429 (retrieval is not queued)
     api_llm_slots: int = Field(1, ge=1)
     api_llm_queue: int = Field(8, ge=0)
+    # the CPU priority (nice, Linux) of the load jobs' thread: a load is background work
+    api_load_nice: int = Field(10, ge=0, le=19)
     # load the models when the server starts (else on the first ask)
     api_preload: bool = False
+    # a running `talent serve` for `talent ask` and the UI to use instead of loading the
+    # models themselves (else `talent ask` looks for the server of its data dir, the
+    # discovery file `talent serve` writes there), and the API key they send (read scope)
+    api_url: str | None = None
+    api_key: SecretStr | None = None
+    # folders whose files a write key may load by server-side path (POST /v1/loads with a
+    # JSON {"path": ...}), separated by the OS path separator (":"); empty: none (403)
+    api_load_dirs: str = ""
 
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a
@@ -132,8 +146,9 @@ class Settings(BaseSettings):
     # "graph-prompt" (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/)
     generator_type: GeneratorType = "text"
     # the relation-path planner that re-weights ranked answers (`retrieval.planner`; beyond
-    # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's),
-    # "none" = off, or a directory written by `talent train planner`
+    # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's,
+    # Freebase's), else the zero-shot one; "zero-shot" = the anchors' relation paths ranked
+    # by similarity to the question; "none" = off; or a directory from `talent train planner`
     planner: str = "bundled"
     # the answer set of ranked decoding under a plan: "path" = every end of the planned
     # relation path that reaches the best answer (complete lists); "margin" = the answers

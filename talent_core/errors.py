@@ -103,6 +103,15 @@ class ApiKeyError(TalentError, ValueError):
     that cannot be read or written)."""
 
 
+class ApiClientError(TalentError, RuntimeError):
+    """A request to a `talent serve` that did not give an answer: the server could not be
+    reached, or it refused the request (its error code and message are kept)."""
+
+    def __init__(self, message: str, status: int | None = None, code: str | None = None):
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
 # --- loading ----------------------------------------------------------------------------
 
 
@@ -127,6 +136,13 @@ class OutputError(LoadError):
 
     exit_code: ClassVar[int] = 2
 
+
+
+class SourceError(TalentError, ValueError):
+    """A sources command that cannot run: an unknown source, a reserved name (`legacy`), a
+    --replace of a source another load is writing. The CLI exits 1."""
+
+    exit_code: ClassVar[int] = 1
 
 class LineError(TalentError):
     """A problem confined to one physical line (the source can continue after it)."""

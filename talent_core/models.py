@@ -55,6 +55,70 @@ class StoreStats(BaseModel):
     store: str = ""
 
 
+
+# --- sources (issue 33): which load asserted which triple --------------------------------
+
+LEGACY_SOURCE_ID = 0  # the triples of a store loaded before sources were recorded
+LEGACY_SOURCE_NAME = "legacy"
+
+
+class SourceRecord(BaseModel):
+    """One load's source as the store keeps it: a file (or --source NAME) and its load."""
+
+    id: int  # >= 1; 0 is `legacy` (triples written before sources were recorded)
+    name: str
+    sha256: str | None = None  # of the input file (None: a Hub dataset, or legacy)
+    format: str = ""
+    created: str = ""  # ISO-8601 UTC time of the load (or of the last --replace)
+    # loading / complete: a load; replacing / unloading: a --replace / unload under way (a
+    # killed one is finished by running the same command again)
+    state: str = "complete"
+    rows_read: int = 0
+    loaded: int = 0  # unique triples of the input (per batch, as the load report counts)
+    rejected: int = 0
+
+
+class SourceInfo(SourceRecord):
+    """A source with its live counts (`talent sources`)."""
+
+    triples: int = 0  # triples it asserts now
+    only: int = 0  # of those, triples no other source asserts (what an unload removes)
+
+
+class SourcesReport(BaseModel):
+    """`talent sources --json`: every source and the store's totals."""
+
+    sources: list[SourceInfo] = Field(default_factory=list)
+    totals: StoreStats
+
+
+class NameCollision(BaseModel):
+    """A (normalised) name that several entities share: a name lookup is ambiguous."""
+
+    name: str
+    count: int
+    ids: list[str] = Field(default_factory=list)  # the first few
+
+
+class SourceChange(BaseModel):
+    """What an unload or a --replace did (idempotent: a rerun after a crash reports what
+    was left to do)."""
+
+    source: str
+    source_id: int
+    action: Literal["unload", "replace"]
+    added: int = 0  # assertions of the source that are new (replace)
+    removed: int = 0  # assertions of the source taken back
+    unchanged: int = 0  # replace: triples of the new file the source asserted already
+    triples_deleted: int = 0  # triples no source asserted any more
+    entities_deleted: int = 0  # entities left without a triple (with their vectors)
+    relations_deleted: int = 0  # catalogue relations no triple uses any more
+    seconds: float = 0.0
+    seconds_by_step: dict[str, float] = Field(default_factory=dict)  # load, read, retract, ...
+    vector_indexes_rebuilt: bool = False  # FalkorDB: deleted HNSW entries dropped (see README)
+    store_before: StoreStats | None = None
+    store_after: StoreStats | None = None
+
 # --- retrieval hand-offs (question -> seeds -> neighbourhood -> candidate S) -------------
 
 SeedSource = str  # "vector" | "name" | "fulltext" | "topic" (bracketed / q_entity)
@@ -199,6 +263,7 @@ class Answer(BaseModel):
     frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
     generator: GeneratorType = "text"  # which generator answered
     plan: list[PlannedPath] = Field(default_factory=list)  # ranked answers' relation paths
+    planner: str | None = None  # which planner planned: "trained (name)" / "zero-shot"
     # ranked, under a plan: the planned path whose ends are the answer set (all of them, best
     # first); None: the generator's margin chose the answers
     answer_path: str | None = None

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from talent_core.answer import Mode, Plan, plan_paths
+from talent_core.answer import Mode
 from talent_core.answer import answer as answer_stage
 from talent_core.config import Settings, get_settings
 from talent_core.embedding import Embedder, get_embedder
@@ -29,6 +29,7 @@ from talent_core.models import (
     GeneratorType,
     StoreStats,
 )
+from talent_core.planning import Plan, join_plan, plan_paths
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
@@ -70,7 +71,8 @@ class Pipeline:
         default `settings.question_format`); ``generator_type``: "text" or "graph-prompt"
         (which generator adapter "bundled" / a directory of adapters provides; default
         `settings.generator_type`; a ``generator_dir`` is what it is); ``planner``: the
-        relation-path planner of ranked answers, "bundled", "none" or a directory (default
+        relation-path planner of ranked answers, "bundled" (a shipped planner that fits the
+        store, else zero-shot), "zero-shot", "none" or a directory (default
         `settings.planner`)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
@@ -89,9 +91,10 @@ class Pipeline:
         self.generator_dir = Path(chosen_g) if chosen_g else None
         self.decode: Decode = decode or self.settings.decode
         self.planner_spec = planner or self.settings.planner
-        if self.planner_spec not in ("bundled", "none") and not Path(self.planner_spec).is_dir():
+        if (self.planner_spec not in ("bundled", "zero-shot", "none")
+                and not Path(self.planner_spec).is_dir()):
             raise FileNotFoundError(f"{self.planner_spec}: planner directory not found "
-                                    "(TALENT_PLANNER: bundled, none or a directory)")
+                                    "(TALENT_PLANNER: bundled, zero-shot, none or a directory)")
         self._planner: tuple[PlannerModel | None, set[str]] | None = None
         self._models: tuple[RetrieverModel, GeneratorModel] | None = None
 
@@ -179,7 +182,13 @@ class Pipeline:
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
-        return read_as_linked(retrieve(text, self.store, self.embedder, config, topics or None))
+        candidate = read_as_linked(retrieve(text, self.store, self.embedder, config,
+                                            topics or None))
+        if config.plan_join and self.planner is not None and candidate.anchors:
+            t = time.perf_counter()
+            candidate = join_plan(self.store, candidate, self.plan(candidate), config.plan_join)
+            candidate.timings_ms["plan_join"] = (time.perf_counter() - t) * 1000
+        return candidate
 
     def ask(
         self,

@@ -17,6 +17,8 @@ from talent_core.errors import TextInputError
 _SPACE = re.compile(r"\s+")
 # Words for fulltext search: runs of letters/digits (any script); everything else separates.
 _WORD = re.compile(r"[^\W_]+")
+# what an uploaded file's name keeps (`safe_upload_name`); a run of anything else is one "_"
+_UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 # Lucene query-parser syntax characters (Neo4j fulltext). `&&`/`||` are covered by & and |.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
@@ -245,6 +247,14 @@ def printable_json(obj: object, **dumps: Any) -> str:
     always encodable."""
     text = json.dumps(obj, ensure_ascii=False, **dumps)
     return _NON_PRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def safe_upload_name(name: str | None, default: str = "upload") -> str:
+    """The last path component of an uploaded file's name (either separator), reduced to
+    [A-Za-z0-9._-], at most 120 characters, never empty, ``.``/``..`` or hidden; the
+    extension is kept (formats are detected from it). The UI's and the HTTP API's uploads."""
+    base = re.split(r"[\\/]", str(name or ""))[-1]
+    return _UNSAFE_FILE.sub("_", base)[-120:].lstrip(".") or default
 
 
 def check_question(text: str, max_chars: int = MAX_QUESTION_CHARS) -> str:

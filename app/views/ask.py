@@ -12,6 +12,7 @@ from typing import Any
 
 import streamlit as st
 
+from talent_core.api.client import ApiClient
 from talent_core.config import DEMO_DIR, get_settings
 from talent_core.errors import TalentError
 from talent_core.explore import (
@@ -30,6 +31,8 @@ from talent_core.questions import is_comment, parse_question
 from talent_core.retrieval.config import Method, RetrievalConfig, field_bounds, ui_controls
 from talent_core.text import check_question
 from talent_core.ui.common import (
+    api_client,
+    default_pipeline,
     edge_groups_present,
     get_pipeline,
     graph,
@@ -124,12 +127,12 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
             "with scores. free: the paper's greedy decoding of a name list.")
         use_plan = st.checkbox(
             "Relation-path planner", value=settings.planner != "none", key="planner",
-            disabled=decode != "ranked",
-            help="ranked decoding only (beyond the paper): a classifier predicts which "
-            "relation path from the question's topic entity holds the answer, and candidate "
-            "answers off every planned path lose (score = model log-likelihood + w log(path "
-            "prior + eps)). The shipped planner serves MetaQA's relations; on another KG it "
-            "stays off.")
+            help="beyond the paper: a planner predicts which relation paths from the "
+            "question's topic entity hold the answer; their ends join the candidate subgraph "
+            "and, with ranked decoding, candidate answers off every planned path lose (score "
+            "= model log-likelihood + w log(path prior + eps)). The shipped planners serve "
+            "MetaQA's and Freebase's relations; on another KG the zero-shot planner ranks the "
+            "topic entity's own relation paths by their similarity to the question.")
         planner = (settings.planner if settings.planner != "none" else "bundled"
                    ) if use_plan else "none"
         choice = st.selectbox(
@@ -180,14 +183,39 @@ def history_sidebar() -> None:
             st.session_state["current"] = idx
 
 
+def ask_remote(client: ApiClient, question: str, topics: list[str] | None, mode: str,
+               decode: str, overrides: dict[str, Any]) -> tuple[Any, dict, Extra, list]:
+    """`run_question`'s answer, missing topics, extra graph and evidence from the API: the
+    server computes them from its store, the page draws them as it draws its own."""
+    got = client.ask(question, topics, mode=mode, decode=decode, view="ui", **overrides)
+    extra = Extra()
+    extra.edges.update(got.joins)
+    extra.nodes.update({e.id: e for e in got.evidence_entities})
+    extra.edges.update(h for e in got.evidence for p in e.paths if p.planned for h in p.hops)
+    return got.answer, got.missing, extra, got.evidence
+
+
 def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: str,
-                 overrides: dict[str, Any]) -> None:
+                 overrides: dict[str, Any], client: ApiClient | None = None) -> None:
     topics = [t.strip() for t in topic.split("|") if t.strip()] or None
     try:  # before the models load: a bad question or setting is said at once
         question = check_question(question, pipe.settings.max_question_chars)
         pipe.retrieval_config(**overrides)
     except TalentError as e:
         say_error(e)
+        return
+    if client is not None:
+        with st.spinner("Asking the API server…"):
+            try:
+                t0 = time.perf_counter()
+                answer, missing, extra, evidence = ask_remote(client, question, topics, mode,
+                                                              decode, overrides)
+                wall = time.perf_counter() - t0
+                _, parsed = parse_question(question, topics)
+            except Exception as e:  # shown to the analyst, not swallowed
+                say_error(e)
+                return
+        remember(answer, mode, missing, extra, evidence, wall, parsed)
         return
     if mode != "retrieval":
         frozen = pipe.frozen_in(mode)  # type: ignore[arg-type]
@@ -224,10 +252,16 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
             say_error(e)
             return
     st.session_state["_warm"].add("embedder")
+    remember(answer, mode, missing, extra, evidence, wall, parsed)
+
+
+def remember(answer: Any, mode: str, missing: dict, extra: Extra, evidence: list,
+             wall: float, topics: list[str]) -> None:
+    """The answer into the session history, as the one shown."""
     hist = st.session_state.setdefault("history", [])
     hist.append({"answer": answer, "mode": mode, "missing": missing, "extra": extra,
                  "evidence": evidence, "wall_s": wall,
-                 "topics": parsed})
+                 "topics": topics})
     del hist[:-HISTORY]
     st.session_state["current"] = len(hist) - 1
 
@@ -348,7 +382,8 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         show_answer_set(answer)
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
         st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}"
-                   + (" · relation-path planner" if answer.plan else ""))
+                   + (f" · {answer.planner or 'relation-path'} planner" if answer.plan
+                      else " · no planner"))
         if answer.plan:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
@@ -439,8 +474,11 @@ def page() -> None:
     settings = get_settings()
     mode, decode, adapters, generator_type, planner, overrides = sidebar()
     try:
-        pipe = get_pipeline(adapters, decode, settings.base_model, generator_type, planner)
-    except FileNotFoundError as e:
+        client = api_client()
+        # with an API server, this Pipeline only reads the store (its models never load)
+        pipe = (default_pipeline() if client is not None else
+                get_pipeline(adapters, decode, settings.base_model, generator_type, planner))
+    except (FileNotFoundError, TalentError) as e:
         st.error(plain(str(e)))
         return
     st.title("Ask")
@@ -468,12 +506,16 @@ def page() -> None:
         "Question (names in [brackets] are looked up as topic entities)", key="question",
         placeholder="e.g. who directed the films that [Tom Cruise] starred in")
     topic = st.text_input("Topic entities (optional, `|`-separated)", key="topic")
-    if mode != "retrieval" and not pipe.models_loaded:
+    if client is not None:
+        st.caption(plain(f"Answers come from the API server at {client.url}: its models, "
+                         "adapters, generator and planner (the sidebar's decoding, mode and "
+                         "retrieval settings apply)."))
+    elif mode != "retrieval" and not pipe.models_loaded:
         st.caption(f"The first question in mode {mode} loads the language models "
                    f"(about {MODEL_LOAD_S} s, with a progress bar); later ones reuse them.")
     if st.button("Ask", type="primary", key="ask") or st.session_state.pop("_ask_now", False):
         if question.strip():
-            run_question(pipe, question, topic, mode, decode, overrides)
+            run_question(pipe, question, topic, mode, decode, overrides, client)
         else:
             st.session_state["current"] = None
             st.warning("Type a question first (e.g. the example above), then press Ask.")

@@ -1,7 +1,9 @@
 """Load: upload a KG file (format detected from its name where it can be; at most
 `max_upload_mb`), the CLI's options, a live progress bar fed by the loader's `on_commit`
 callback, a Cancel button (the load stops at the next batch boundary), and a readable
-result: counts, the rejected rows as a table and as a download.
+result: counts, the rejected rows as a table and as a download. Below: the store's sources
+(issue 33), each with its counts, Remove (after a confirmation) and Replace (the upload
+replaces the chosen source instead of adding a new one).
 
 The load runs on a worker thread held in the session state: pressing Cancel reruns this
 page while the load goes on, and the rerun finds the load there, sets its cancel flag and
@@ -125,6 +127,9 @@ class LoadJob:
     seconds: float = 0.0
     thread: threading.Thread | None = None
 
+    change: Any = None  # a Replace's summary (SourceChange)
+    name: str = ""  # the source name a new load is recorded under
+
     def start(self, pipe: Any, fmt: str, options: dict[str, Any]) -> None:
         def on_commit(p: Any) -> None:  # the loader's writer thread: record only
             self.progress.update(line=p.through_line, triples=p.triples_committed)
@@ -133,8 +138,18 @@ class LoadJob:
             try:  # counted here, not on the page: a large .gz takes a while (and may cancel)
                 self.total = count_lines(self.path, get_settings().max_decompressed_bytes,
                                          self.cancel.is_set)
-                self.report = pipe.load(self.path, fmt, on_commit=on_commit,
-                                        cancel=self.cancel.is_set, progress=False, **options)
+                replace = options.pop("replace", None)
+                if replace is not None:
+                    from talent_core.loaders.sources import replace_source
+
+                    self.report, self.change = replace_source(
+                        self.path, replace, fmt, store=pipe.store, settings=pipe.settings,
+                        on_commit=on_commit, cancel=self.cancel.is_set, progress=False,
+                        source=replace, **options)  # fmt: skip
+                else:
+                    self.report = pipe.load(self.path, fmt, on_commit=on_commit,
+                                            cancel=self.cancel.is_set, progress=False,
+                                            source=self.name, **options)  # fmt: skip
             except BaseException as e:  # shown on the page
                 self.error = e
             finally:  # the upload goes now (the rejects file once the outcome is shown)
@@ -152,6 +167,7 @@ def start_load(pipe: Any, upload: Any, fmt: str, options: dict[str, Any]) -> Loa
     path.write_bytes(upload.getvalue())
     rejects = tmp / "rejects.jsonl" if options["on_error"] == "skip" else None
     job = LoadJob(tmp, path, rejects)
+    job.name = path.name  # the source name: the upload's (safe) file name
     job.start(pipe, fmt, {**options, "rejects": rejects})
     return job
 
@@ -202,8 +218,71 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
             st.error(plain(f"{type(error).__name__}: {error}".replace(str(job.tmp), "")))
         else:
             result_view(job.report, job.rejects, name, job.progress.get("line"), job.total)
+            if job.change is not None:
+                c = job.change
+                st.success(plain(f"replaced source {c.source!r}: added {c.added:,}, removed "
+                                 f"{c.removed:,}, unchanged {c.unchanged:,} triples; "
+                                 f"{c.entities_deleted:,} entities and "
+                                 f"{c.relations_deleted:,} relations left unused were "
+                                 "deleted"))
     finally:
         shutil.rmtree(job.tmp, ignore_errors=True)
+
+
+CONFIRM = "_remove_source"  # the session state's source awaiting the Remove confirmation
+REMOVED = "_removed_source"  # what the last Remove did (shown after its rerun)
+
+
+def sources_report(pipe: Any) -> Any:
+    """The store's sources (one scan of its triples), or None for a store without them."""
+    from talent_core.errors import SourceError
+    from talent_core.loaders.sources import list_sources
+
+    try:
+        return list_sources(pipe.store)
+    except SourceError:
+        return None
+
+
+def sources_view(pipe: Any, report: Any) -> None:
+    """The store's sources with their counts; Remove one after a confirmation."""
+    from talent_core.loaders.sources import unload_source
+
+    st.subheader("Sources")
+    if REMOVED in st.session_state:
+        st.success(plain(st.session_state.pop(REMOVED)))
+    if report is None or not report.sources:
+        st.caption("No source yet: each load becomes one (its file name).")
+        return
+    st.dataframe([{"id": s.id, "name": s.name, "state": s.state, "triples": s.triples,
+                   "only this source": s.only, "rows read": s.rows_read,
+                   "rejected": s.rejected, "format": s.format,
+                   "sha256": (s.sha256 or "")[:12], "loaded at": s.created}
+                  for s in report.sources], hide_index=True)  # fmt: skip
+    st.caption("`only this source`: the triples Remove deletes; the others stay, asserted by "
+               "another source. Replace: choose the source under Load as, above.")
+    names = [s.name for s in report.sources]
+    c1, c2 = st.columns([3, 1])
+    chosen = c1.selectbox("Source", names, key="remove_choice")
+    if c2.button("Remove", key="remove_source"):
+        st.session_state[CONFIRM] = chosen
+    pending = st.session_state.get(CONFIRM)
+    if pending is not None and pending in names:
+        info = next(s for s in report.sources if s.name == pending)
+        st.warning(plain(f"Remove source {pending!r}? {info.only:,} triples only it asserts "
+                         "are deleted, then entities and relations left without a triple. "
+                         "This cannot be undone (load the file again to restore it)."))
+        y, n = st.columns(2)
+        if y.button("Yes, remove it", type="primary", key="remove_confirm"):
+            st.session_state.pop(CONFIRM, None)
+            change = unload_source(pipe.store, pending, get_settings().batch_size)
+            st.session_state[REMOVED] = (
+                f"removed {change.source!r}: {change.triples_deleted:,} triples, "
+                f"{change.entities_deleted:,} entities, {change.relations_deleted:,} relations "
+                "deleted")
+            st.rerun()  # the table and the sidebar's counts as they are now
+        if n.button("Cancel", key="remove_cancel"):
+            st.session_state.pop(CONFIRM, None)
 
 
 def page() -> None:
@@ -247,6 +326,8 @@ def page() -> None:
                                 key="limit")
         dry_run = st.checkbox("dry run: check every row, write nothing", key="dry_run")
     fmt = guessed if fmt_choice == AUTO else fmt_choice
+    sources = sources_report(pipe) if not running else None
+    replace = replace_choice(sources)
     if st.button("Load", type="primary", key="load",
                  disabled=upload is None or not fmt or too_big):
         if job is not None:
@@ -258,9 +339,25 @@ def page() -> None:
                 options["delimiter"] = delimiter.strip()
             if columns.strip():
                 options["columns"] = columns.strip()
+            if replace is not None and not dry_run:
+                options["replace"] = replace
             job = st.session_state[JOB] = start_load(pipe, upload, fmt, options)
     if job is not None:
         follow_load(pipe, job, caption=running)
+    else:
+        sources_view(pipe, sources)
+
+
+NEW = "a new source (the file name; the same name adds to it)"
+
+
+def replace_choice(report: Any) -> str | None:
+    """The `Load as` box: a new source, or the source the upload replaces."""
+    names = [s.name for s in report.sources if s.id != 0] if report is not None else []
+    choice = st.selectbox("Load as", [NEW, *[f"replace {n}" for n in names]], key="load_as",
+                          help="replace: afterwards the store holds exactly the other "
+                          "sources plus this file (facts the file dropped are gone)")
+    return None if choice == NEW else choice.removeprefix("replace ")
 
 
 page()

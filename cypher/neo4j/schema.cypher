@@ -5,6 +5,7 @@
 // vector); the stores return exact cosines, as the embedded store's float32 HNSW does.
 CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE;
 CREATE CONSTRAINT relation_name IF NOT EXISTS FOR (r:Relation) REQUIRE r.name IS UNIQUE;
+CREATE CONSTRAINT source_id IF NOT EXISTS FOR (s:Source) REQUIRE s.id IS UNIQUE;
 CREATE INDEX entity_name_lc IF NOT EXISTS FOR (e:Entity) ON (e.name_lc);
 CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (e:Entity) ON EACH [e.name];
 CREATE VECTOR INDEX entity_embedding IF NOT EXISTS

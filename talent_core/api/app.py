@@ -4,7 +4,9 @@ One `Pipeline` per process (store opened, models loaded once, lazily or at start
 TALENT_API_PRELOAD); every endpoint is a plain function run on the server's thread pool, so
 retrieval and browsing run concurrently; the language-model stages go through one bounded
 slot queue (`LlmSlots`: TALENT_API_LLM_SLOTS at once, TALENT_API_LLM_QUEUE waiting, 429
-past that). Loads run one at a time on a worker thread (`LoadJobs`).
+past that). Loads run one at a time on a worker thread at a lower CPU priority
+(`LoadJobs`, TALENT_API_LOAD_NICE), from an upload or a server-side path under
+TALENT_API_LOAD_DIRS.
 
 A streamed ask (`stream: true`) sends Server-Sent Events in stage order: seeds, candidate,
 selection, plan, answer, done. The pipeline has no per-stage hooks inside its language-model
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+import os
 import shutil
 import tempfile
 import threading
@@ -32,10 +34,18 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, File, Form, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from talent_core.api.keys import ApiKey, KeyStore, Scope
+from talent_core.api.auth import (
+    STATUS_CODES,
+    ApiError,
+    Read,
+    Write,
+    error_response,
+)
+from talent_core.api.keys import KeyStore
 from talent_core.api.schemas import (
     AskRequest,
     ChatRequest,
@@ -43,10 +53,12 @@ from talent_core.api.schemas import (
     EntityOut,
     LoadJobOut,
     Neighbours,
+    PathLoadRequest,
     RetrieveRequest,
     entity_kg_id,
     entity_token,
 )
+from talent_core.api.sources import router as sources_router
 from talent_core.config import Settings, get_settings
 from talent_core.errors import (
     ApiKeyError,
@@ -55,37 +67,11 @@ from talent_core.errors import (
     TalentError,
     TextInputError,
 )
-from talent_core.text import check_question
+from talent_core.text import check_question, safe_upload_name
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 2.0  # seconds between the SSE comments a queued streamed ask sends
-STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-                405: "method_not_allowed", 409: "conflict", 413: "too_large",
-                422: "invalid_request", 429: "busy", 500: "internal", 503: "unavailable"}
-
-
-class ApiError(Exception):
-    """An error response: status, code, message (and the bad field for a 422)."""
-
-    def __init__(self, status: int, message: str, code: str | None = None,
-                 field: str | None = None, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.code = code or STATUS_CODES.get(status, "error")
-        self.message = message
-        self.field = field
-        self.headers = headers
-
-
-def error_response(status: int, code: str, message: str, field: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    body: dict[str, Any] = {"code": code, "message": message}
-    if field is not None:
-        body["field"] = field
-    return JSONResponse({"error": body}, status_code=status, headers=headers)
-
-
 def input_error(e: TalentError, field: str | None = None) -> ApiError:
     """A 422 for a bad question or retrieval override, naming the field."""
     if isinstance(e, RetrievalSettingsError) and e.problems:
@@ -103,6 +89,7 @@ class LlmSlots:
         self._lock = threading.Lock()
         self.admitted = 0  # running + waiting
         self.running = 0
+        self.busy_s = 0.0  # seconds a model slot was held, summed (its use over time)
 
     def admit(self) -> Slot:
         with self._lock:
@@ -122,6 +109,7 @@ class Slot:
         self.owner = owner
         self._held = False
         self._done = False
+        self._since = 0.0
         self._lock = threading.Lock()
 
     def acquire(self, timeout: float | None = None) -> bool:
@@ -132,6 +120,7 @@ class Slot:
             return False
         with self._lock:
             self._held = True
+            self._since = time.perf_counter()
         with self.owner._lock:
             self.owner.running += 1
         return True
@@ -146,6 +135,7 @@ class Slot:
         if held:
             with self.owner._lock:
                 self.owner.running -= 1
+                self.owner.busy_s += time.perf_counter() - self._since
             self.owner._sem.release()
 
     def release(self) -> None:
@@ -155,6 +145,33 @@ class Slot:
         if not done:
             with self.owner._lock:
                 self.owner.admitted -= 1
+
+
+def background_priority(nice: int) -> None:
+    """Lower the CPU priority of the calling thread (and of the threads it starts: the
+    loader's writer, its embedding threads) by ``nice`` on Linux; elsewhere nothing."""
+    if nice <= 0:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (AttributeError, OSError) as e:
+        log.info("load jobs keep their priority: %s", e)
+
+
+class NoSlot:
+    """The `Slot` of a request that runs no model (an ask in mode "retrieval")."""
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        return True
+
+    def __enter__(self) -> NoSlot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def release(self) -> None:
+        pass
 
 
 class Runtime:
@@ -194,6 +211,14 @@ class Runtime:
                 pipe.load_models()
                 log.info("models loaded in %.1f s", time.perf_counter() - t0)
 
+    def warm(self) -> None:
+        """Load what the first ask would (TALENT_API_PRELOAD): the language models, the
+        planner and the query embedder (one encode loads its weights)."""
+        self.ensure_models()
+        pipe = self.pipe
+        pipe.embedder.encode(["warm up"])
+        pipe.planner  # noqa: B018  (loads the planner once)
+
     def close(self) -> None:
         self.loads.stop()
         if self._pipe is not None:
@@ -204,12 +229,15 @@ class Runtime:
 
 
 class LoadJob:
-    """One uploaded file to load; its progress comes from the loader's `on_commit`."""
+    """One file to load (an upload's copy, or a server-side path); its progress comes from
+    the loader's `on_commit`."""
 
-    def __init__(self, tmp: Path, path: Path, fmt: str | None, on_error: str, source: str):
+    def __init__(self, tmp: Path, path: Path, fmt: str | None, on_error: str, source: str,
+                 owned: bool = True):
         self.id = uuid.uuid4().hex[:12]
         self.tmp, self.path, self.format, self.on_error, self.source = (
             tmp, path, fmt, on_error, source)
+        self.owned = owned  # an upload's copy (removed once loaded), not a server-side file
         self.rejects = tmp / "rejects.jsonl" if on_error == "skip" else None
         self.status = "queued"
         self.total_rows: int | None = None
@@ -282,6 +310,8 @@ class LoadJobs:
                     shutil.rmtree(job.tmp, ignore_errors=True)
 
     def _run(self) -> None:
+        # loads are background work: the answers keep their pace while one runs
+        background_priority(self.rt.settings.api_load_nice)
         while True:
             with self._cond:
                 while not self._queue and not self._stop:
@@ -312,7 +342,8 @@ class LoadJobs:
             job.status, job.error = "failed", ("internal", f"{type(e).__name__}: {e}")
         finally:
             job.seconds = time.perf_counter() - job.t0
-            job.path.unlink(missing_ok=True)
+            if job.owned:
+                job.path.unlink(missing_ok=True)
             if not job.rejects or not job.rejects.is_file():
                 shutil.rmtree(job.tmp, ignore_errors=True)
 
@@ -342,10 +373,59 @@ class UploadLimit:
         await self.app(scope, counted, send)
 
 
-def upload_name(name: str | None) -> str:
-    """A safe file name for an upload (its suffix kept: the format is read from it)."""
-    base = Path(name or "upload.txt").name
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", base)[-120:].lstrip(".") or "upload.txt"
+async def path_request(request: Request) -> PathLoadRequest | None:
+    """A JSON body of POST /v1/loads: a server-side path to load (else None: an upload)."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        return None
+    try:
+        return PathLoadRequest.model_validate_json(await request.body())
+    except ValidationError as e:
+        raise RequestValidationError(
+            [{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+
+
+ByPath = Annotated[PathLoadRequest | None, Depends(path_request)]
+
+
+def load_format(fmt: str | None, name: str) -> str:
+    """A load's format: the given one if `talent load` has it, else guessed from ``name``."""
+    from talent_core.loaders import FORMATS
+    from talent_core.loaders.api import detect_format
+
+    if fmt and fmt not in FORMATS:
+        raise ApiError(422, f"format {fmt!r}: must be one of {', '.join(FORMATS)}",
+                       field="format")
+    if fmt:
+        return fmt
+    try:
+        return detect_format(name)
+    except TalentError as e:
+        raise ApiError(422, f"format: {e}", field="format") from None
+
+
+def allowed_dirs(setting: str) -> list[Path]:
+    """The folders of TALENT_API_LOAD_DIRS (OS path separator), resolved."""
+    return [Path(d).expanduser().resolve() for d in setting.split(os.pathsep) if d.strip()]
+
+
+def checked_load_path(raw: str, dirs: list[Path]) -> Path:
+    """The real path (symlinks and `..` resolved) of a server-side load, if it lies under
+    an allowed folder (403 otherwise: also for no folders allowed) and is a file (422). The
+    folder is checked before the file, so a refusal says nothing of what exists outside."""
+    if not dirs:
+        raise ApiError(403, "loads by server-side path are off: the operator allows folders "
+                       "with TALENT_API_LOAD_DIRS (or upload the file)")
+    p = Path(raw).expanduser()
+    if not p.is_absolute():
+        raise ApiError(422, f"path: {raw!r} must be absolute", field="path")
+    real = p.resolve()
+    if not any(real.is_relative_to(d) for d in dirs):
+        raise ApiError(403, f"path: {raw!r} is not under a folder the operator allows "
+                       "(TALENT_API_LOAD_DIRS)")
+    if not real.is_file():
+        raise ApiError(422, f"path: {raw!r} is not a file", field="path")
+    return real
 
 
 # --- SSE ---------------------------------------------------------------------------------
@@ -354,40 +434,6 @@ def upload_name(name: str | None) -> str:
 def sse(event: str, data: Any) -> str:
     """One Server-Sent Event (JSON data on one line)."""
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-
-# --- auth -------------------------------------------------------------------------------
-
-
-def _key(request: Request, scope: Scope) -> ApiKey:
-    """The request's API key if it is valid and has ``scope`` (else 401 / 403)."""
-    rt: Runtime = request.app.state.runtime
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>' (create "
-                       "one with `talent keys create`)", headers={"WWW-Authenticate": "Bearer"})
-    try:
-        key = rt.keys.verify(token)
-    except ApiKeyError as e:
-        raise ApiError(503, str(e), code="keys_unreadable") from None
-    if key is None:
-        raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
-    if not key.allows(scope):
-        raise ApiError(403, f"the key {key.name!r} has the {key.scope} scope; this needs "
-                       f"{scope}")
-    return key
-
-
-def read_key(request: Request) -> ApiKey:
-    return _key(request, "read")
-
-
-def write_key(request: Request) -> ApiKey:
-    return _key(request, "write")
-
-
-Read = Annotated[ApiKey, Depends(read_key)]
-Write = Annotated[ApiKey, Depends(write_key)]
 
 
 def chat_text(out: dict[str, Any]) -> str:
@@ -401,20 +447,31 @@ def chat_text(out: dict[str, Any]) -> str:
 
 
 def create_app(settings: Settings | None = None,
-               pipeline_factory: Callable[[], Any] | None = None) -> FastAPI:
+               pipeline_factory: Callable[[], Any] | None = None,
+               announce: tuple[str, int] | None = None) -> FastAPI:
     """The API on ``settings`` (default: the environment's); ``pipeline_factory`` builds the
-    one Pipeline (tests pass their own)."""
+    one Pipeline (tests pass their own); ``announce`` (host, port): write the discovery file
+    in the data dir once started (`talent ask` finds the server there), remove it at
+    shutdown."""
     settings = settings or get_settings()
     rt = Runtime(settings, pipeline_factory)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        from talent_core.api.client import remove_discovery, write_discovery
+
         if settings.api_preload:
             from starlette.concurrency import run_in_threadpool
 
-            await run_in_threadpool(rt.ensure_models)
-        yield
-        rt.close()
+            await run_in_threadpool(rt.warm)
+        if announce is not None:
+            write_discovery(settings.data_dir, *announce)
+        try:
+            yield
+        finally:
+            if announce is not None:
+                remove_discovery(settings.data_dir)
+            rt.close()
 
     app = FastAPI(title="TaLenT GraphQA", version="1", lifespan=lifespan,
                   summary="Question answering over the loaded KG; Bearer API keys "
@@ -434,7 +491,9 @@ def create_app(settings: Settings | None = None,
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
         err = e.errors()[0] if e.errors() else {"loc": (), "msg": "invalid request"}
-        loc = [str(x) for x in err.get("loc", ()) if x not in ("body", "query", "path")]
+        loc = [str(x) for x in err.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path", "header"):  # where, not which field
+            loc = loc[1:]
         field = ".".join(loc) or None
         msg = str(err.get("msg", "invalid"))
         return error_response(422, "invalid_request",
@@ -481,7 +540,10 @@ def create_app(settings: Settings | None = None,
         return {"ready": True, "store": stats.store, "triples": stats.triples,
                 "models_loaded": bool(rt.pipe.models_loaded),
                 "llm": {"slots": rt.llm.slots, "running": rt.llm.running,
-                        "admitted": rt.llm.admitted, "queue": rt.llm.queue}}
+                        "admitted": rt.llm.admitted, "queue": rt.llm.queue,
+                        "busy_s": round(rt.llm.busy_s, 2)}}
+
+    app.include_router(sources_router)  # GET / DELETE /v1/sources (issue 33)
 
     @app.get("/v1/stats", tags=["browse"])
     def stats(_: Read) -> dict[str, Any]:
@@ -494,14 +556,16 @@ def create_app(settings: Settings | None = None,
         from talent_core.commands.ask import candidate_json
 
         question, overrides = checked(req)
-        return candidate_json(rt.pipe.retrieve(question, req.topic_entities, **overrides))
+        cand = rt.pipe.retrieve(question, req.topic_entities, **overrides)
+        return candidate_json(cand)
 
     @app.post("/v1/ask", tags=["ask"])
     def ask(req: AskRequest, _: Read) -> Any:
         """The answer (the `talent ask --json` shape), or with ``stream`` its stages as
         Server-Sent Events: seeds, candidate, selection, plan, answer, done."""
         question, overrides = checked(req)
-        slot = rt.llm.admit()
+        # S only needs no model: it does not queue for a slot
+        slot = NoSlot() if req.mode == "retrieval" else rt.llm.admit()
         if req.stream:
             return StreamingResponse(
                 _ask_events(question, req, overrides, slot), media_type="text/event-stream",
@@ -513,18 +577,51 @@ def create_app(settings: Settings | None = None,
             ans, evidence = _answer(cand, req, slot, t0)
         finally:
             slot.release()
-        return _answer_json(ans, evidence)
+        out = _answer_json(ans, evidence)
+        if req.view is not None:
+            out["talent_view"] = _view(ans, req, question)
+        return out
 
-    def _answer(cand: Any, req: AskRequest, slot: Slot, t0: float) -> tuple[Any, Any]:
+    def _answer(cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: float
+                ) -> tuple[Any, Any]:
         from talent_core.explore import answer_evidence, fill_closest
 
         pipe = rt.pipe
-        with slot:
-            rt.ensure_models()
-            ans = pipe.answer(cand, req.mode, req.decode, t0=t0)
+        if req.mode == "retrieval":
+            ans = pipe.answer(cand, "retrieval", req.decode, t0=t0)
+        else:
+            with slot:
+                rt.ensure_models()
+                ans = pipe.answer(cand, req.mode, req.decode, t0=t0)
         evidence = answer_evidence(ans, pipe.store)
         fill_closest(pipe.store, pipe.embedder, ans)
         return ans, evidence
+
+    def _view(ans: Any, req: AskRequest, question: str) -> dict[str, Any]:
+        """``talent_view``: the Answer model, and for the UI what its Ask page computes
+        from the store beside it (`app/views/ask.py` run_question, locally)."""
+        out: dict[str, Any] = {"answer": ans.model_dump(mode="json")}
+        if req.view == "ui":
+            from talent_core.explore import (
+                answer_evidence,
+                evidence_names,
+                missing_topics,
+                out_of_candidate_joins,
+            )
+            from talent_core.questions import parse_question
+
+            pipe = rt.pipe
+            _, parsed = parse_question(question, req.topic_entities)
+            evidence = answer_evidence(ans, pipe.store, max_answers=len(ans.answer))
+            out.update(
+                evidence=[e.model_dump(mode="json") for e in evidence],
+                joins=out_of_candidate_joins(pipe.store, ans),
+                evidence_entities=[e.model_dump(mode="json") for e in
+                                   evidence_names(ans, evidence, pipe.store).values()],
+                topics=parsed,
+                missing={} if ans.candidate.links else missing_topics(
+                    pipe.store, pipe.embedder, parsed))
+        return out
 
     def _answer_json(ans: Any, evidence: Any) -> dict[str, Any]:
         from talent_core.commands.ask import answer_json
@@ -532,7 +629,7 @@ def create_app(settings: Settings | None = None,
         return answer_json(ans, evidence)
 
     def _ask_events(question: str, req: AskRequest, overrides: dict[str, Any],
-                    slot: Slot) -> Iterator[str]:
+                    slot: Slot | NoSlot) -> Iterator[str]:
         from talent_core.commands.ask import candidate_json
 
         t0 = time.perf_counter()
@@ -552,7 +649,7 @@ def create_app(settings: Settings | None = None,
             server_ms["answered"] = round((time.perf_counter() - t0) * 1000, 1)
             yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
                                                         "retriever_ranked")})
-            yield sse("plan", {k: out[k] for k in ("plan", "answer_path")})
+            yield sse("plan", {k: out[k] for k in ("plan", "planner", "answer_path")})
             yield sse("answer", {k: out[k] for k in (
                 "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
                 "frozen", "generator", "not_in_kg", "links", "method")})
@@ -587,7 +684,8 @@ def create_app(settings: Settings | None = None,
                                      background=BackgroundTask(slot.release))
         try:
             t0 = time.perf_counter()
-            ans, evidence = _answer(rt.pipe.retrieve(question), ask_req, slot, t0)
+            cand = rt.pipe.retrieve(question)
+            ans, evidence = _answer(cand, ask_req, slot, t0)
         finally:
             slot.release()
         out = _answer_json(ans, evidence)
@@ -607,7 +705,8 @@ def create_app(settings: Settings | None = None,
         try:
             t0 = time.perf_counter()
             yield chunk({"role": "assistant", "content": ""})
-            ans, evidence = _answer(rt.pipe.retrieve(question), req, slot, t0)
+            cand = rt.pipe.retrieve(question)
+            ans, evidence = _answer(cand, req, slot, t0)
             out = _answer_json(ans, evidence)
             yield chunk({"content": chat_text(out)})
             yield chunk({}, "stop", talent=out)
@@ -636,7 +735,8 @@ def create_app(settings: Settings | None = None,
         pipe = rt.pipe
         cfg = pipe.retrieval
         found = find_entities(pipe.store, pipe.embedder, text, k=k,
-                              fuzzy_threshold=cfg.link_threshold if cfg.fuzzy_link else None)
+                              fuzzy_threshold=cfg.link_threshold if cfg.fuzzy_link
+                              else None)
         return {"query": text, "entities": [
             EntityOut(id=entity_token(m.entity.id), kg_id=m.entity.id, name=m.entity.name,
                       how=m.how, score=m.score).model_dump() for m in found[:k]]}
@@ -680,27 +780,36 @@ def create_app(settings: Settings | None = None,
         if size is not None and size.isdigit() and int(size) > limit + 64 * 1024:
             raise too_large()
 
+    load_dirs = allowed_dirs(settings.api_load_dirs)
+
     @app.post("/v1/loads", status_code=202, tags=["loads"],
-              dependencies=[Depends(small_enough)])
-    def start_load(_: Write, file: Annotated[UploadFile, File()],
+              dependencies=[Depends(small_enough)],
+              openapi_extra={"requestBody": {"content": {"application/json": {
+                  "schema": PathLoadRequest.model_json_schema()}}}})
+    def start_load(_: Write,
+                   by_path: ByPath,
+                   file: Annotated[UploadFile | None, File()] = None,
                    format: Annotated[str | None, Form()] = None,
                    on_error: Annotated[str, Form(pattern="^(fail|skip)$")] = "fail",
                    ) -> LoadJobOut:
-        """Queue a load of the uploaded file (one load at a time); poll /v1/loads/{id}.
-        ``format``: one of `talent load`'s; omitted, it is guessed from the file name."""
-        from talent_core.loaders import FORMATS
-        from talent_core.loaders.api import detect_format
-
-        if format and format not in FORMATS:
-            raise ApiError(422, f"format {format!r}: must be one of {', '.join(FORMATS)}",
-                           field="format")
-        if not format:
-            try:
-                format = detect_format(upload_name(file.filename))
-            except TalentError as e:
-                raise ApiError(422, f"format: {e}", field="format") from None
+        """Queue a load (one load at a time); poll /v1/loads/{id}. Either a multipart upload
+        (``file``), or JSON ``{"path": ..., "format": ..., "on_error": ...}``: a file on the
+        server under a folder the operator allows (TALENT_API_LOAD_DIRS; none by default:
+        403). ``format``: one of `talent load`'s; omitted, guessed from the file name."""
+        if by_path is not None:
+            path = checked_load_path(by_path.path, load_dirs)
+            fmt = load_format(by_path.format, path.name)
+            job = LoadJob(Path(tempfile.mkdtemp(prefix="talent-api-load-")), path, fmt,
+                          by_path.on_error, str(path), owned=False)
+            rt.loads.submit(job)
+            return job.out()
+        if file is None:
+            raise ApiError(422, "file: required (a multipart upload), or send JSON "
+                           '{"path": ...} for a file on the server', field="file")
+        name = safe_upload_name(file.filename, "upload.txt")
+        fmt = load_format(format, name)
         tmp = Path(tempfile.mkdtemp(prefix="talent-api-load-"))
-        path = tmp / upload_name(file.filename)
+        path = tmp / name
         size = 0
         try:
             with path.open("wb") as f:
@@ -712,7 +821,7 @@ def create_app(settings: Settings | None = None,
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing of a refused request stays
             raise
-        job = LoadJob(tmp, path, format, on_error, upload_name(file.filename))
+        job = LoadJob(tmp, path, fmt, on_error, name)
         rt.loads.submit(job)
         return job.out()
 

@@ -25,11 +25,24 @@ class RetrieveRequest(_Strict):
 
 class AskRequest(RetrieveRequest):
     """A question to answer; ``stream``: Server-Sent Events in stage order instead of one
-    JSON document (the `talent ask --json` shape)."""
+    JSON document (the `talent ask --json` shape); ``mode`` "retrieval": S only, no model
+    slot. ``view`` (not streamed): the document also carries ``talent_view``, the pipeline's
+    own Answer model ("cli": what `talent ask` prints from) and for "ui" what the Ask page
+    draws beside it (every answer's evidence, out-of-candidate joins, topics not in the KG),
+    so that neither loads a model of its own."""
 
-    mode: Literal["full", "no-retriever"] = "full"
+    mode: Literal["full", "no-retriever", "retrieval"] = "full"
     decode: Literal["ranked", "free"] | None = None
     stream: bool = False
+    view: Literal["cli", "ui"] | None = None
+
+
+class PathLoadRequest(_Strict):
+    """A load of a file on the server (under a folder of TALENT_API_LOAD_DIRS)."""
+
+    path: str = Field(min_length=1)
+    format: str | None = None
+    on_error: Literal["fail", "skip"] = "fail"
 
 
 class ChatMessage(BaseModel):

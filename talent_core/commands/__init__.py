@@ -2,6 +2,8 @@
 
   talent load PATH --format ...     bulk load (loaders/)
   talent stats [--json]
+  talent sources [--json]           the loads a store holds (--collisions: shared names)
+  talent unload SOURCE              remove one load (load FILE --replace SOURCE: replace it)
   talent retrieve "Q" [--json]      candidate subgraph S; or --questions FILE for many
   talent ask "Q" [--retriever DIR] [--generator DIR] [--no-retriever] [--json]
   talent train retriever|generator  LoRA training (talent_core/llm)
@@ -33,7 +35,9 @@ from talent_core.commands.keys import keys_app
 from talent_core.commands.load import export_cmd, load, stats
 from talent_core.commands.serve import serve
 from talent_core.commands.server import server_app
+from talent_core.commands.sources import sources
 from talent_core.commands.ui import demo, prepare_models, run_app
+from talent_core.commands.unload import unload
 from talent_core.errors import TalentError
 
 # name -> (builder, short help) of the commands built when they run
@@ -103,6 +107,8 @@ class _LazyGroup(TyperGroup):
 app = typer.Typer(cls=_LazyGroup, add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(load)
 app.command("stats")(stats)
+app.command("sources")(sources)
+app.command("unload")(unload)
 app.command()(retrieve)
 app.command()(ask)
 app.command()(examples)

@@ -5,13 +5,14 @@ in the commands: `talent --help` imports this module."""
 from __future__ import annotations
 
 import json as _json
+import logging
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from tqdm import tqdm
 
-from talent_core.commands.console import echo, fail, setup_logging
+from talent_core.commands.console import echo, fail, fail_with, setup_logging
 from talent_core.commands.options import (
     AdaptersOpt,
     BaseModelOpt,
@@ -24,6 +25,7 @@ from talent_core.commands.options import (
     RetrieverDirOpt,
     Topic,
     Verbose,
+    check_decode,
     question_format,
     retrieval_config,
     retrieval_options,
@@ -43,6 +45,7 @@ from talent_core.questions import read_questions
 from talent_core.retrieval.linking import not_in_kg
 from talent_core.text import check_question, printable_json
 
+log = logging.getLogger(__name__)
 ANSWERS_SHOWN = 10  # answers printed before "… and N more" (--json gives all)
 
 
@@ -146,30 +149,46 @@ def ask(
     fmt: QuestionFormatOpt = None,
     topic: Topic = None,
     json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    local: Annotated[bool, typer.Option(
+        "--local", help="answer in this process even when a `talent serve` is up (by "
+        "default a running server answers: TALENT_API_URL, or the one serving this data "
+        "dir, with TALENT_API_KEY)")] = False,
     verbose: Verbose = False,
     *,
     retrieval: dict[str, Any],
 ) -> None:
-    """Answer a question with the full pipeline and show its evidence."""
+    """Answer a question with the full pipeline and show its evidence (through a running
+    `talent serve` when there is one: no models loaded here)."""
     setup_logging(verbose)
     # before the store opens and the models load: an empty question is said at once
     check_question(question, get_settings().max_question_chars)
     if no_retriever and retriever is not None:
         raise fail("--no-retriever and --retriever exclude each other")
     config = retrieval_config(retrieval)
-    pipe = pipeline_for(config, retriever, generator, base_model, adapters, frozen_retriever,
-                     decode, question_format(fmt, None), generator_type=generator_type,
-                     planner=planner)
     mode = "no-retriever" if no_retriever else "full"
-    empty_store_notice(pipe)
-    frozen_notice(pipe.frozen_in(mode))
-    try:
-        ans = pipe.ask(question, topic or None, mode=mode)
-        evidence = answer_evidence(ans, pipe.store)
-        fill_closest(pipe.store, pipe.embedder, ans)
-    finally:
-        pipe.close()
-    out = answer_json(ans, evidence)
+    # the server's one pipeline has its own models: a model choice here needs this process
+    model_options = [name for name, given in (
+        ("--retriever", retriever), ("--generator", generator), ("--base-model", base_model),
+        ("--adapters", adapters), ("--generator-type", generator_type),
+        ("--frozen-retriever", frozen_retriever), ("--planner", planner), ("--format", fmt))
+        if given]
+    got = None if local else _ask_server(question, topic or None, mode, decode, retrieval,
+                                         model_options)
+    if got is not None:
+        ans, out = got
+    else:
+        pipe = pipeline_for(config, retriever, generator, base_model, adapters,
+                            frozen_retriever, decode, question_format(fmt, None),
+                            generator_type=generator_type, planner=planner)
+        empty_store_notice(pipe)
+        frozen_notice(pipe.frozen_in(mode))
+        try:
+            ans = pipe.ask(question, topic or None, mode=mode)
+            evidence = answer_evidence(ans, pipe.store)
+            fill_closest(pipe.store, pipe.embedder, ans)
+        finally:
+            pipe.close()
+        out = answer_json(ans, evidence)
     if json:
         typer.echo(printable_json(out))
         return
@@ -190,7 +209,7 @@ def ask(
                                                f"   (model {r.lm_score:.3f}, path prior "
                                                f"{r.prior:.2f})"))
     if ans.plan:
-        echo("planned relation paths: " + "; ".join(
+        echo(f"planned relation paths ({ans.planner} planner): " + "; ".join(
             f"{p.text} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
     for ev in out["evidence"]:
         for text in ev["evidence_text"]:
@@ -199,6 +218,41 @@ def ask(
           + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
         echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+
+
+def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str | None,
+                retrieval: dict[str, Any], model_options: list[str]
+                ) -> tuple[Answer, dict] | None:
+    """The answer of a running `talent serve` (the Answer and the `--json` document), or
+    None when there is none to use (said in one log line when one is up but cannot be used:
+    no key, a model option given, unreachable). A server named by TALENT_API_URL that fails
+    is an error; a discovered one that cannot be reached is passed over."""
+    from talent_core.api.client import ApiClient
+    from talent_core.errors import ApiClientError
+
+    settings = get_settings()
+    try:
+        client = ApiClient.from_settings(settings)
+    except ApiClientError as e:
+        raise fail_with(e) from None
+    if client is None:
+        return None
+    if model_options:
+        log.warning("not asking talent serve at %s: %s choose(s) models of this process; "
+                    "answering here", client.url, ", ".join(model_options))
+        return None
+    try:
+        empty_store_notice(client)
+        got = client.ask(question, topics, mode=mode, decode=check_decode(decode), view="cli",
+                         **retrieval)
+    except ApiClientError as e:
+        if e.status is None and not settings.api_url:
+            log.warning("%s; answering here", e)
+            return None
+        raise fail_with(e) from None
+    log.info("answered by talent serve at %s", client.url)
+    frozen_notice(got.answer.frozen)
+    return got.answer, got.document
 
 
 def answer_json(ans, evidence: list[Evidence] | None = None) -> dict:
@@ -223,6 +277,7 @@ def answer_json(ans, evidence: list[Evidence] | None = None) -> dict:
         "frozen": ans.frozen,
         "generator": ans.generator,
         "plan": [p.model_dump() for p in ans.plan],
+        "planner": ans.planner,
         "answer_path": ans.answer_path,
         "links": [lk.model_dump() for lk in ans.candidate.links],
         "not_in_kg": ans.not_in_kg,

@@ -87,6 +87,8 @@ def _summary(r: LoadReport) -> str:
             f"  store: {s.entities:,} entities, {s.relations:,} relations, {s.triples:,} triples"
             + (f" ({r.new_triples:+,} triples)" if r.new_triples is not None else "")
         )
+    if r.source_id is not None:
+        lines.append(f"  source: {r.source_name!r} (id {r.source_id}; `talent sources`)")
     if r.rejects_file:
         lines.append(f"  rejected rows: {r.rejects_file}")
     if r.side_output_file:
@@ -198,6 +200,13 @@ def load(
     ] = False,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     json: Annotated[bool, typer.Option("--json", help="Print the load report as JSON.")] = False,
+    source: Annotated[str | None, typer.Option(
+        "--source", metavar="NAME", help="The name the load's triples are recorded under "
+        "(default: the file name); loading a name again adds to that source.")] = None,
+    replace: Annotated[str | None, typer.Option(
+        "--replace", metavar="SOURCE", help="Replace that source by FILE: afterwards the store "
+        "holds exactly the other sources plus FILE (one summary: added / removed / "
+        "unchanged). Killed, the same command run again finishes it.")] = None,
 ) -> None:
     """Bulk-load a knowledge graph file into the graph store."""
     from talent_core.loaders.api import dataset_name, load_path
@@ -209,20 +218,37 @@ def load(
     if on_error is OnErrorChoice.fail and rejects is not None:
         typer.echo("--rejects only applies with --on-error skip", err=True)
         raise typer.Exit(2)
-    report = load_path(
-        path, format.value if format else None, settings=settings, batch_size=batch_size,
+    kwargs: dict[str, Any] = dict(
+        settings=settings, batch_size=batch_size,
         dataset=dataset, delimiter=delimiter, columns=columns, split=split,
         concepts=concepts.value, rdf_relations=rdf_relations.value,
         embed_precision=embed_precision.value, embed_threads=embed_threads, limit=limit,
         on_error=on_error.value, rejects=rejects, self_loops=self_loops.value,
         max_line_length=max_line_length, max_record_lines=max_record_lines,
-        progress=progress and sys.stderr.isatty(), dry_run=dry_run,
+        progress=progress and sys.stderr.isatty(), dry_run=dry_run, source=source,
         **({} if bulk is None else {"bulk": bulk}),
     )
-    if json:
-        typer.echo(report.model_dump_json(indent=2))
+    fmt = format.value if format else None
+    if replace is not None:
+        if dry_run:
+            typer.echo("--replace does not combine with --dry-run", err=True)
+            raise typer.Exit(2)
+        from talent_core.commands.unload import change_summary
+        from talent_core.loaders.sources import replace_source
+
+        report, change = replace_source(path, replace, fmt, **kwargs)
+        if json:
+            typer.echo(jsonlib.dumps({"load": report.model_dump(mode="json"),
+                                      "change": change.model_dump(mode="json")}, indent=2))
+        else:
+            typer.echo(printable(_summary(report) + "\n" + change_summary(change),
+                                 keep_newlines=True))
     else:
-        typer.echo(printable(_summary(report), keep_newlines=True))
+        report = load_path(path, fmt, **kwargs)
+        if json:
+            typer.echo(report.model_dump_json(indent=2))
+        else:
+            typer.echo(printable(_summary(report), keep_newlines=True))
     if report.rejected:
         log.warning("%d rows rejected; see %s", report.rejected, report.rejects_file)
     if report.multiline_rows:

@@ -17,7 +17,8 @@ def serve(
     port: Annotated[int | None, typer.Option(
         "--port", min=1, max=65535, help="port (default TALENT_API_PORT, 8765)")] = None,
     preload: Annotated[bool | None, typer.Option(
-        "--preload/--no-preload", help="load the models at startup, not on the first ask "
+        "--preload/--no-preload", help="load the models (and the query embedder) at startup, "
+        "not on the first ask "
         "(default TALENT_API_PRELOAD)")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="INFO logs")] = False,
 ) -> None:
@@ -35,7 +36,7 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(f"note: listening on {host}, not only this machine: anyone who can reach "
                    "it may try keys; put TLS in front of it", err=True)
-    app = create_app(s)
+    app = create_app(s, announce=(host, port))
     typer.echo(f"talent serve: http://{host}:{port} (docs: /docs; store: {s.data_dir})",
                err=True)
     uvicorn.run(app, host=host, port=port, log_level="info" if verbose else "warning",

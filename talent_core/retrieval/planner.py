@@ -20,9 +20,20 @@ Definitions:
 * Model: p(T | q) = softmax(W x + b) over the path types seen in training, x = the unit
   sentence embedding of the question with the anchors' mentions removed (`plan_text`).
   Trained by cross-entropy against the soft labels (Adam, weight decay, full batch).
-* Plan of a question (`PlannerModel.plan`): the most probable types, in order, until their
-  mass reaches ``mass`` (at most ``top``); types with a relation the store lacks are dropped
-  and the rest renormalised.
+* Plan of a question (`planning.plan_paths`), over the paths its anchors really have: of
+  the trained types whose first relation an anchor has (`trained_types`, the likeliest
+  ``consider``), those whose walk reaches a node, p renormalised over them; then the most
+  probable, in order, until their mass reaches ``mass`` (at most ``top``; `top_plan`).
+  (`PlannerModel.plan`, the same without the anchors, serves training's path accuracy.)
+* Zero-shot planner (`zero_shot_planner`; a KG no trained planner fits, or anchors where no
+  trained type starts): the anchors' own types up to ``anchor_hops`` (one capped expansion,
+  plus every relation at an anchor), scored s(T) = lambda cos(x, e(words(T))) with words(T)
+  the relations made readable (`readable_relation`) and lambda = 20 (a softmax
+  temperature of 0.05, not tuned); the likeliest 10 are walked, types reaching only Freebase
+  CVT nodes dropped, then the plan as above. A trained planner's file may set a
+  ``similarity_weight`` lambda to add the same term to its log p (0 in the shipped ones).
+* Planned ends join S (`planning.join_plan`): the planned types' ends with the hops that
+  reach them, likeliest type first, at most ``plan_join`` new nodes (a retrieval setting).
 * Node prior (`node_prior`): pi(c) = sum over planned T of p(T | q) [c in ends(T)], with
   ends(T) walked in the store (`walk`: one `GraphReader.follow` call per distinct prefix,
   at most ``limit`` neighbours per node).
@@ -93,6 +104,27 @@ def type_ends(edges: Sequence[Edge], anchors: Iterable[str], max_len: int) -> di
     return out
 
 
+def anchor_types(edges: Sequence[Edge], anchors: Iterable[str], max_len: int,
+                 skip: set[str]) -> dict[PathT, set[str]]:
+    """The anchors' own path types that reach an answerable node: `type_ends` with the
+    ``skip`` nodes (Freebase CVTs) walked through but removed from the ends, a type left
+    with no end dropped."""
+    out: dict[PathT, set[str]] = {}
+    for t, e in type_ends(edges, anchors, max_len).items():
+        if e - skip:
+            out[t] = e - skip
+    return out
+
+
+def trained_types(model: PlannerModel, p: np.ndarray, first: Iterable[str],
+                  known: set[str]) -> list[PathT]:
+    """The trained types that can start at the anchors, likeliest first: those of ``known``
+    relations whose first relation the anchors have (``first``)."""
+    first = set(first)
+    return [t for t in (model.paths[i] for i in np.argsort(-p, kind="stable").tolist())
+            if t[0] in first and set(t) <= known]
+
+
 def label_types(ends: Mapping[PathT, set[str]], answers: set[str]) -> dict[PathT, float]:
     """Soft target over path types: the best-Jaccard types with ``answers`` share mass 1
     ({} when no type reaches an answer)."""
@@ -161,6 +193,46 @@ def node_paths(plan: Sequence[tuple[PathT, float]], ends: Mapping[PathT, set[str
     return out
 
 
+def readable_relation(rel: str) -> str:
+    """A relation name as words for the zero-shot planner: a Freebase name keeps its type
+    and property (`people.person.place_of_birth` -> "person place of birth"), another name
+    its words (`directed_by` -> "directed by")."""
+    return " ".join(p.replace("_", " ") for p in rel.split(".")[-2:]).strip()
+
+
+def path_words(path: PathT) -> str:
+    """A path type as words: its relations made readable, in order."""
+    return ", ".join(readable_relation(r) for r in path)
+
+
+def plan_scores(log_prior: Mapping[PathT, float], similarity: Mapping[PathT, float],
+                weight: float) -> dict[PathT, float]:
+    """score(T) = log p(T | q) + ``weight`` * cos(q, words(T)) over the types in
+    ``similarity`` (the anchors' own types); a type the trained planner does not know, or
+    no trained planner, has log p = 0 (so the zero-shot planner is the similarity alone)."""
+    return {t: log_prior.get(t, 0.0) + weight * s for t, s in similarity.items()}
+
+
+def top_plan(scores: Mapping[PathT, float], mass: float = 0.95, top: int = 5
+             ) -> list[tuple[PathT, float]]:
+    """softmax(scores) truncated like `PlannerModel.plan`: the likeliest types until their
+    mass reaches ``mass`` (at most ``top``), renormalised; ties in type order."""
+    if not scores:
+        return []
+    types = sorted(scores, key=lambda t: (-scores[t], len(t), t))
+    z = np.array([scores[t] for t in types], dtype=np.float64)
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    keep: list[tuple[PathT, float]] = []
+    total = 0.0
+    for t, q in zip(types, p.tolist()):
+        keep.append((t, q))
+        total += q
+        if total >= mass or len(keep) >= top:
+            break
+    return [(t, q / total) for t, q in keep]
+
+
 def rescore(score: float, prior: float, weight: float, eps: float) -> float:
     """The ranked answer score with the plan: log p_LM + w log(pi + eps)."""
     return score + weight * math.log(prior + eps)
@@ -194,6 +266,33 @@ class PlannerModel:
     @property
     def walk_limit(self) -> int:
         return int(self.meta.get("walk_limit", 2000))
+
+    @property
+    def zero_shot(self) -> bool:
+        """No trained types: plans from the anchors' own relation paths by similarity."""
+        return not self.paths
+
+    @property
+    def kind(self) -> str:
+        """How it plans, as the UI and `talent ask` say it: "trained (name)" / "zero-shot"."""
+        return "zero-shot" if self.zero_shot else f"trained ({self.meta.get('name', '?')})"
+
+    @property
+    def similarity_weight(self) -> float:
+        """Weight of cos(question, path words) in `plan_scores` (zero-shot: its inverse
+        temperature; trained: 0 unless its file sets it)."""
+        return float(self.meta.get("similarity_weight", 20.0 if self.zero_shot else 0.0))
+
+    @property
+    def anchor_hops(self) -> int:
+        """Depth of the anchors' own path types the zero-shot planner enumerates."""
+        return int(self.meta.get("anchor_hops", 2))
+
+    @property
+    def consider(self) -> int:
+        """Trained types walked per question: the likeliest that start at an anchor (none
+        reaching a node: twice as many more)."""
+        return int(self.meta.get("consider", 20))
 
     @property
     def join_limit(self) -> int:
@@ -287,18 +386,29 @@ def planned(plan: Sequence[tuple[PathT, float]], ends: Mapping[PathT, set[str]]
             for t, p in plan]
 
 
+def zero_shot_planner(embedding_model: str) -> PlannerModel:
+    """The planner of a KG no trained planner fits: the anchors' relation paths ranked by
+    their words' similarity to the question (`plan_scores`)."""
+    return PlannerModel(paths=[], weight=np.zeros((0, 0), np.float32),
+                        bias=np.zeros(0, np.float32),
+                        meta={"name": "zero-shot", "embedding_model": embedding_model,
+                              "answer_weight": 5.0})
+
+
 BUNDLED = Path(__file__).resolve().parents[1] / "adapters" / "planner"
 
 
 def resolve_planner(spec: str, store: Any, embedding_model: str
                     ) -> tuple[PlannerModel | None, set[str]]:
     """(planner, the store's relations among its paths') for a --planner choice: "none";
-    "bundled" (the shipped planner for this embedding model whose relations the store holds
-    most of, the other fitting ones as its `alternatives`; none fits: no planner); or a
-    directory (raises `PlannerError` when unusable). A planner none of whose paths the
-    store can walk is off (logged)."""
+    "zero-shot" (`zero_shot_planner`); "bundled" (the shipped planner for this embedding
+    model whose relations the store holds most of, the other fitting ones as its
+    `alternatives`; none fits: the zero-shot planner); or a directory (raises
+    `PlannerError` when unusable; none of its paths in the store: off, logged)."""
     if spec == "none":
         return None, set()
+    if spec == "zero-shot":
+        return zero_shot_planner(embedding_model), set()
     if spec == "bundled":
         dirs = sorted(d for d in BUNDLED.glob("*") if (d / META_FILE).is_file())
         models = [m for m in (PlannerModel.load(d) for d in dirs)
@@ -319,7 +429,7 @@ def resolve_planner(spec: str, store: Any, embedding_model: str
             log.info("planner %s: the store holds none of its relation paths; not used",
                      m.meta.get("name", "?"))
     if not fitting:
-        return None, set()
+        return (zero_shot_planner(embedding_model), set()) if spec == "bundled" else (None, set())
     fitting.sort(key=lambda x: -len(x[1]))  # stable: the first of equals stays first
     best, known = fitting[0]
     best.alternatives = fitting[1:]

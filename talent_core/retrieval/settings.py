@@ -42,6 +42,11 @@ class SharedSettings(BaseModel):
         0.75, ge=0.0, le=1.0, description="linking: the least folded-name similarity "
         "(1 - edits / length) at which a mention links to an entity"
     )
+    plan_join: int = Field(
+        12, ge=0, description="planning: nodes of the planned relation paths (their ends and "
+        "the hops reaching them, likeliest path first) that join S, at most; 0: S is the "
+        "retriever's alone (no planner: nothing joins)"
+    )
     stopwords: list[str] = Field(
         default_factory=list, description="seeds: a dataset's domain words that one-word "
         "question spans never match as names (besides generic English; questions.py)"

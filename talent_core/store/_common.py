@@ -100,3 +100,12 @@ def check_names(kind: str, names: Iterable[str]) -> None:
 def lookup_keys(keys: Iterable[str]) -> list[str]:
     """Distinct keys, minus those that cannot be stored (so cannot match anything)."""
     return [k for k in dict.fromkeys(keys) if key_problem(k) is None]
+
+
+def check_source(source: int | None) -> None:
+    """ValueError unless `source` is None (a legacy write) or a source id >= 1 (0 is the
+    legacy source, which no load asserts anew)."""
+    if source is None:
+        return
+    if isinstance(source, bool) or not isinstance(source, int) or source < 1:
+        raise ValueError(f"a source id is an integer >= 1, got {source!r}")

@@ -12,6 +12,9 @@ Data model (every store):
                                               string-built Cypher or APOC), while a property
                                               keeps every statement parameterised and every
                                               neighbourhood query one pattern.
+  (:Entity)-[:REL {rel, sources}]->(:Entity)  `sources`: ids of the loads asserting the
+                                              triple (absent: the `legacy` source 0).
+  (:Source {id, name, sha256, format, ...})   one per load (`SourceStore`).
 Similarity scores are cosine similarities (higher is closer) in every store; FalkorDB's
 cosine distance is converted in its store.
 """
@@ -24,7 +27,16 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.models import (
+    Edge,
+    Entity,
+    NameCollision,
+    ScoredEntity,
+    ScoredRelation,
+    SourceRecord,
+    StoreStats,
+    Subgraph,
+)
 
 Vector = Sequence[float]
 
@@ -84,6 +96,9 @@ class GraphReader(Protocol):
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
         """Undirected n-hop expansion within `caps`; `truncated` says when a cap cut."""
 
+    def relations_at(self, ids: Sequence[str]) -> set[str]:
+        """The relation types on the edges of ``ids`` (either direction), uncapped."""
+
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         """(id, neighbour id) for every neighbour of each of `ids` over relation `rel`,
         direction ignored: at most `limit` per node, in neighbour-id order."""
@@ -123,8 +138,10 @@ class GraphWriter(Protocol):
     def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
         """(name, embedding) rows of the relation catalogue."""
 
-    def upsert_triples(self, edges: Sequence[Edge]) -> None:
-        """Edges between entities that already exist (upsert entities first)."""
+    def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int:
+        """Edges between entities that already exist (upsert entities first), asserted by
+        the source `source` (an id >= 1; None: a legacy write that records no source).
+        Returns how many of the assertions are new (0 for a legacy write)."""
 
     def existing_entities(self, ids: Sequence[str]) -> set[str]:
         """The ids among `ids` already stored WITH an embedding."""
@@ -138,6 +155,50 @@ class GraphWriter(Protocol):
         """Delete every node, relationship and index of this graph."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SourceStore(Protocol):
+    """Which source asserts which triple (issue 33): every store (the two database stores
+    and the in-memory one) implements it; loaders/sources.py runs unload / replace on it.
+
+    A triple keeps the ids of the sources asserting it (`sources`, a list of integers on
+    the relationship); a triple without the list belongs to the `legacy` source 0 (a store
+    loaded before sources were recorded). A Source record (:Source node) per load holds
+    its name, sha256, format, time and load counts."""
+
+    def source_records(self) -> list[SourceRecord]: ...
+
+    def source_counts(self) -> dict[int, tuple[int, int]]:
+        """Source id -> (triples it asserts, triples only it asserts); 0: legacy."""
+
+    def put_source(self, record: SourceRecord) -> None:
+        """Create or update a Source record (idempotent)."""
+
+    def delete_source(self, source: int) -> None: ...
+
+    def next_source_id(self) -> int:
+        """1 + the highest Source id (1 when there is none)."""
+
+    def retract_all(self, source: int, batch: int,
+                    touched: set[str] | None = None) -> tuple[int, int]:
+        """Take back every assertion of `source`: (triples deleted, still asserted);
+        `touched` gets the endpoints of the deleted triples."""
+
+    def retract(self, source: int, triples: Sequence[tuple[str, str, str]]) -> tuple[int, int]:
+        """Take back `source`'s assertion of `triples`: (triples deleted, still asserted)."""
+
+    def source_triples(self, source: int) -> set[tuple[str, str, str]]: ...
+
+    def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
+        """Delete the entities without any triple (with their vectors): all, or those of
+        `among`; how many."""
+
+    def sweep_relations(self) -> int:
+        """Delete the catalogue relations no triple uses: how many."""
+
+    def name_collisions(self, ids_per_name: int = 5) -> list[NameCollision]:
+        """Normalised names several entities share, most shared first."""
 
 
 @runtime_checkable

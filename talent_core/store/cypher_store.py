@@ -10,10 +10,21 @@ from typing import Any
 
 import numpy as np
 
-from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.models import (
+    LEGACY_SOURCE_ID,
+    Edge,
+    Entity,
+    NameCollision,
+    ScoredEntity,
+    ScoredRelation,
+    SourceRecord,
+    StoreStats,
+    Subgraph,
+)
 from talent_core.store._common import (
     check_keys,
     check_names,
+    check_source,
     chunks,
     last_per_key,
     lookup_keys,
@@ -156,18 +167,117 @@ class CypherStore:
             rows_param = self._vector_rows({"name": names[part]}, vecs[part])
             self._write("upsert_relations", {"rows": rows_param})
 
-    def upsert_triples(self, edges: Sequence[Edge]) -> None:
+    def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int:
         # Duplicates go first: FalkorDB's MERGE emits one row for a pattern created twice in
         # one query, which would break the endpoint check below.
         edges = list({(e.src, e.rel, e.dst): e for e in edges}.values())
         check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
         check_keys("relation name", (e.rel for e in edges))
+        check_source(source)
+        added = 0
         for chunk in chunks(edges, self.batch_size):
             rows = {"h": [e.src for e in chunk], "rel": [e.rel for e in chunk],
                     "t": [e.dst for e in chunk]}  # fmt: skip
-            written = self._write("upsert_triples", {"rows": self._rows_param(rows)})[0][0]
+            if source is None:  # a legacy write: the triples record no source
+                written = self._write("upsert_triples", {"rows": self._rows_param(rows)})[0][0]
+            else:
+                params = {"rows": self._rows_param(rows), "source": int(source)}
+                written, new = self._write("assert_triples", params)[0]
+                added += int(new or 0)
             if written < len(chunk):
                 raise_missing_endpoints(self, chunk)
+        return added
+
+    # --- sources (issue 33; the orchestration is loaders/sources.py) --------------------------
+    def source_records(self) -> list[SourceRecord]:
+        """The Source records, by id."""
+        fields = list(SourceRecord.model_fields)
+        return [
+            SourceRecord(**{k: v for k, v in zip(fields, row, strict=True) if v is not None})
+            for row in self._read("source_list")
+        ]
+
+    def source_counts(self) -> dict[int, tuple[int, int]]:
+        """Source id -> (triples it asserts, triples only it asserts); id 0: legacy."""
+        return {int(s): (int(n), int(o)) for s, n, o in self._read("source_counts")}
+
+    def put_source(self, record: SourceRecord) -> None:
+        """Create or update a Source record (idempotent)."""
+        self._write("source_put", record.model_dump())
+
+    def delete_source(self, source: int) -> None:
+        self._write("source_delete", {"id": int(source)})
+
+    def next_source_id(self) -> int:
+        rows = self._read("source_max_id")
+        top = rows[0][0] if rows else None
+        return int(top) + 1 if top is not None else LEGACY_SOURCE_ID + 1
+
+    def retract_all(self, source: int, batch: int,
+                    touched: set[str] | None = None) -> tuple[int, int]:
+        """Take every assertion of `source` back, `batch` triples a statement (each one
+        atomic, so a killed run leaves a consistent store): (triples deleted, triples that
+        other sources still assert). `touched` gets the endpoints of the deleted ones."""
+        deleted = 0
+        while True:
+            rows = self._write("retract_only", {"source": int(source), "limit": int(batch)})
+            deleted += len(rows)
+            if touched is not None:
+                touched.update(str(x) for r in rows for x in r)
+            if not rows:
+                break
+        shared = self._loop("retract_shared", {"source": int(source)}, batch)
+        return deleted, shared
+
+    def retract(self, source: int, triples: Sequence[tuple[str, str, str]]) -> tuple[int, int]:
+        """Take back `source`'s assertion of each of `triples`: (deleted, still asserted)."""
+        deleted = shared = 0
+        for chunk in chunks(list(triples), self.batch_size):
+            rows = self._rows_param({"h": [x[0] for x in chunk], "rel": [x[1] for x in chunk],
+                                     "t": [x[2] for x in chunk]})  # fmt: skip
+            params = {"rows": rows, "source": int(source)}
+            deleted += int(self._write("retract_triples_only", params)[0][0])
+            shared += int(self._write("retract_triples_shared", params)[0][0])
+        return deleted, shared
+
+    def source_triples(self, source: int) -> set[tuple[str, str, str]]:
+        """Every triple `source` asserts."""
+        return {(str(h), str(r), str(t))
+                for h, r, t in self._read("source_triples", {"source": int(source)})}
+
+    def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
+        """Delete the entities left without any triple (and their vectors): all of them
+        (a scan), or those of `among` (look-ups)."""
+        if among is None:
+            return self._loop("sweep_entities", {}, batch)
+        deleted = 0
+        for chunk in chunks(lookup_keys(among), self.batch_size):
+            ids = self._keys_param(chunk)
+            deleted += int(self._write("sweep_entities_among", {"ids": ids})[0][0])
+        return deleted
+
+    def sweep_relations(self) -> int:
+        """Delete the catalogue relations no triple uses."""
+        used = {str(r[0]) for r in self._read("relations_used")}
+        unused = sorted(str(r[0]) for r in self._read("relation_names") if r[0] not in used)
+        deleted = 0
+        for chunk in chunks(unused, self.batch_size):
+            deleted += int(self._write("delete_relations", {"names": list(chunk)})[0][0])
+        return deleted
+
+    def name_collisions(self, ids_per_name: int = 5) -> list[NameCollision]:
+        rows = self._read("name_collisions", {"ids": int(ids_per_name)})
+        return [NameCollision(name=str(n), count=int(c), ids=[str(i) for i in ids])
+                for n, c, ids in rows]
+
+    def _loop(self, name: str, params: dict[str, Any], batch: int) -> int:
+        """Run a `LIMIT $limit` write statement until it affects nothing; the total."""
+        total = 0
+        while True:
+            n = int(self._write(name, {**params, "limit": int(batch)})[0][0])
+            total += n
+            if n == 0:
+                return total
 
     def existing_entities(self, ids: Sequence[str]) -> set[str]:
         return self._existing("existing_entities", "ids", ids)
@@ -227,6 +337,12 @@ class CypherStore:
             return self._read("neighbourhood_hop", {"ids": frontier, "limit": limit, "scan": scan})
 
         return expand(self.entities_by_id(seed_ids), fetch, hops, caps)
+
+    def relations_at(self, ids: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        for chunk in chunks(lookup_keys(ids), self.batch_size):
+            out.update(str(r) for (r,) in self._read("relations_at", {"ids": list(chunk)}))
+        return out
 
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []

@@ -24,6 +24,7 @@ from falkordb.helpers import quote_string
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from talent_core.models import Entity, ScoredEntity, ScoredRelation
 from talent_core.store._common import chunks, lookup_keys
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement, statements
@@ -261,6 +262,32 @@ class FalkorDBStore(CypherStore):
         # 2k + 10 candidates: room for stale HNSW entries (see cypher/falkordb/top_entities)
         return {**super()._topk_params(k, vector), "fetch": 2 * int(k) + 10}
 
+    def top_entities(self, vector: Vector, k: int) -> list[ScoredEntity]:
+        rows = self._top("top_entities", "entity_count", k, vector)
+        return [ScoredEntity(entity=Entity(id=i, name=n), score=float(s)) for i, n, s in rows]
+
+    def top_relations(self, vector: Vector, k: int) -> list[ScoredRelation]:
+        rows = self._top("top_relations", "relation_count", k, vector)
+        return [ScoredRelation(name=n, score=float(s)) for n, s in rows]
+
+    def _top(self, name: str, count: str, k: int, vector: Vector) -> list[Row]:
+        """A vector top-k whose over-fetch grows (x8, three times at most) while fewer than
+        k live nodes came back and more exist: deleted nodes (an unload below the index
+        rebuild's threshold, loaders/sources.py) keep their HNSW entries until a restart."""
+        if k < 1:
+            return []
+        params = self._topk_params(k, vector)
+        rows = self._read(name, params)
+        for _ in range(3):
+            if len(rows) >= k:
+                break
+            live = self._read(count)
+            if not live or len(rows) >= int(live[0][0]):
+                break
+            params = {**params, "fetch": params["fetch"] * 8}
+            rows = self._read(name, params)
+        return rows
+
     def _vectors(self, name: str, param: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors in FalkorDB's verbose result format: the compact format's client
         parses each float in Python; the verbose one returns a vector as one `<x, y, ...>`
@@ -339,6 +366,27 @@ class FalkorDBStore(CypherStore):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"FalkorDB indexes not ready in time: {pending}")
             time.sleep(0.05)
+
+    def rebuild_vector_indexes(self) -> None:
+        """Build both vector indexes again from the live nodes (after an unload deleted
+        entities or relations; see cypher/falkordb/drop_vector_index). Idempotent: a run
+        killed between the drop and the rebuild is finished by the next one."""
+        dims = self._index_dimensions()
+        if not dims:
+            rows = self._read("embedded_entity")
+            vecs = self.entity_vectors([rows[0][0]]) if rows else {}
+            dims = {len(v) for v in vecs.values()}
+        if len(dims) != 1:
+            return  # no vectors at all: nothing to index
+        dimension = dims.pop()
+        for q in statements("drop_vector_index", self.dialect):
+            try:
+                self._run(q, write=True)
+            except redis.ResponseError as e:
+                if "no such index" not in str(e).lower():
+                    raise
+        self._dimension = None
+        self.ensure_schema(dimension)
 
     def clear(self) -> None:
         """Delete the graph key: every node, relationship, index and constraint."""

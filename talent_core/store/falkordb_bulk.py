@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 import redis
 
-from talent_core.models import Edge
+from talent_core.models import Edge, SourceRecord
 from talent_core.store._common import check_keys, check_names
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement
@@ -99,10 +99,36 @@ def relation_token(names: Sequence[str], vectors: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def edge_token(edges: Sequence[tuple[int, int, str]]) -> bytes:
-    """:REL {rel} edges between node ids."""
+def _long_list(values: Sequence[int]) -> bytes:
+    """A GRAPH.BULK list of integers."""
+    return bytes((_BI_ARRAY,)) + struct.pack("=q", len(values)) + b"".join(map(_long, values))
+
+
+def edge_token(edges: Sequence[tuple[int, int, str]], source: int | None = None) -> bytes:
+    """:REL {rel} edges between node ids; with `source`, {rel, sources: [source]} (the load
+    asserting them, as the MERGE path's assert_triples records it)."""
     pack = struct.Struct("=QQ").pack
-    return b"".join([_header("REL", ("rel",))] + [pack(s, d) + _string(r) for s, d, r in edges])
+    if source is None:
+        return b"".join([_header("REL", ("rel",))]
+                        + [pack(s, d) + _string(r) for s, d, r in edges])  # fmt: skip
+    tail = _long_list([source])
+    return b"".join([_header("REL", ("rel", "sources"))]
+                    + [pack(s, d) + _string(r) + tail for s, d, r in edges])  # fmt: skip
+
+
+_SOURCE_FIELDS = ("id", "name", "sha256", "format", "created", "state", "rows_read", "loaded",
+                  "rejected")  # fmt: skip
+
+
+def source_token(record: SourceRecord) -> bytes:
+    """The load's (:Source) node, written by the first batch's GRAPH.BULK: the id the
+    triples carry is then recorded as soon as any triple carries it."""
+    values = record.model_dump()
+    parts = [_header("Source", _SOURCE_FIELDS)]
+    for f in _SOURCE_FIELDS:
+        v = values[f]
+        parts.append(_long(v) if isinstance(v, int) else _string("" if v is None else str(v)))
+    return b"".join(parts)
 
 
 def marker_token(lo: int, hi: int) -> bytes:
@@ -147,8 +173,9 @@ class Staged:
     """A batch encoded for GRAPH.BULK against the session's state after `batches` batches
     (`BulkSession.stage`)."""
 
-    lo: int  # node ids [lo, hi) of the batch's new nodes
+    lo: int  # node ids [lo, hi) of the batch's new entities and relations
     hi: int
+    extra: int  # nodes after hi: the load's Source node (first batch only)
     batches: int
     new_ids: dict[str, int]
     relations: list[str]
@@ -174,7 +201,7 @@ class BulkTarget(Protocol):
     def _checked_vectors(self, *args: Any, **kwargs: Any) -> Any: ...
     def lost_server(self) -> None: ...
     def ensure_schema(self, dimension: int) -> None: ...
-    def upsert_triples(self, edges: Sequence[Edge]) -> None: ...
+    def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int: ...
     def finish_pending_bulk(self) -> int: ...
 
 
@@ -195,6 +222,10 @@ class BulkSession:
         self.seen = SeenTriples()
         self.batches = 0
         self.pending: tuple[int, int] | None = None  # node ids [lo, hi) not yet converted
+        # the load's source: its id on every edge, its node in the first batch (None: the
+        # edges record no source, a legacy write)
+        self.source: SourceRecord | None = None
+        self.asserted_new = 0  # assertions of the source the session wrote (all new)
 
     # --- what the load has written (used instead of store look-ups while active) ----------
     def known_entities(self, ids: Sequence[str]) -> set[str]:
@@ -240,11 +271,16 @@ class BulkSession:
                 nodes.append(entity_token([(e[0], e[1]) for e in entities], evecs))
             if relations:
                 nodes.append(relation_token([r[0] for r in relations], rvecs))
-            rels = [edge_token(bulk_edges)] if bulk_edges else []
-            if nodes:
+            extra = 0
+            if self.source is not None and self.batches == 0:
+                nodes.append(source_token(self.source))  # node id hi
+                extra = 1
+            sid = self.source.id if self.source is not None else None
+            rels = [edge_token(bulk_edges, sid)] if bulk_edges else []
+            if hi > lo:
                 rels.append(marker_token(lo, hi))
         return Staged(
-            lo=lo, hi=hi, batches=self.batches, new_ids=new_ids,
+            lo=lo, hi=hi, extra=extra, batches=self.batches, new_ids=new_ids,
             relations=[r[0] for r in relations], keys=keys, n_bulk_edges=len(bulk_edges),
             merge_edges=merge_edges, nodes=nodes, rels=rels,
         )  # fmt: skip
@@ -286,9 +322,11 @@ class BulkSession:
             self.began = True
             with timer("schema"):
                 st.ensure_schema(self.dimension)
+        self.asserted_new += staged.n_bulk_edges  # the load has not written them: new
         if staged.merge_edges:
             with timer("triples"):
-                st.upsert_triples(staged.merge_edges)
+                self.asserted_new += st.upsert_triples(
+                    staged.merge_edges, self.source.id if self.source is not None else None)
         self.batches += 1
         if not defer_vectors:
             self.convert_pending(timer)
@@ -331,15 +369,16 @@ class BulkSession:
                         )
                     if b.nodes or b.rels:
                         args: list[Any] = ["BEGIN"] if not self.began else []
-                        n_edges = b.n_bulk_edges + (1 if b.nodes else 0)  # + the marker
-                        args += [b.hi - b.lo, n_edges, len(b.nodes), len(b.rels), *b.nodes,
+                        n_edges = b.n_bulk_edges + (1 if b.hi > b.lo else 0)  # + the marker
+                        n_nodes = b.hi - b.lo + b.extra
+                        args += [n_nodes, n_edges, len(b.nodes), len(b.rels), *b.nodes,
                                  *b.rels]  # fmt: skip
-                        _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), b.hi - b.lo)
+                        _check_reply(g.execute_command("GRAPH.BULK", g.name, *args), n_nodes)
             except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
                 st.lost_server()  # ENOSPC when it died on a full disk
                 raise BulkAbandoned(f"lost the server during a bulk batch ({e})") from None
-        self.next_id = b.hi
-        if b.nodes:
+        self.next_id = b.hi + b.extra
+        if b.hi > b.lo:
             self.pending = (b.lo, b.hi)
         self.node_ids.update(b.new_ids)
         self.relations.update(b.relations)

@@ -19,10 +19,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from talent_core.models import Edge, Entity, ScoredEntity, ScoredRelation, StoreStats, Subgraph
+from talent_core.models import (
+    LEGACY_SOURCE_ID,
+    Edge,
+    Entity,
+    NameCollision,
+    ScoredEntity,
+    ScoredRelation,
+    SourceRecord,
+    StoreStats,
+    Subgraph,
+)
 from talent_core.store._common import (
     check_keys,
     check_names,
+    check_source,
     last_per_key,
     lookup_keys,
     ordered_by_key,
@@ -90,7 +101,9 @@ class MemoryStore:
         self._names: dict[str, str] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._relations: dict[str, np.ndarray | None] = {}
-        self._edges: dict[tuple[str, str, str], None] = {}
+        # triple -> the ids of the sources asserting it (None: legacy, see store.base)
+        self._edges: dict[tuple[str, str, str], list[int] | None] = {}
+        self._sources: dict[int, SourceRecord] = {}
         self._dimension: int | None = None
         self._index: _Index | None = None
 
@@ -116,15 +129,113 @@ class MemoryStore:
         self._relations.update(vecs)
         self._index = None
 
-    def upsert_triples(self, edges: Sequence[Edge]) -> None:
+    def existing_relations(self, names: Sequence[str]) -> set[str]:
+        """The relation types of ``names`` stored with an embedding (as the databases)."""
+        return {n for n in names if self._relations.get(n) is not None}
+
+    def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int:
         keys = list(dict.fromkeys((e.src, e.rel, e.dst) for e in edges))
         check_keys("entity id", (x for h, _, t in keys for x in (h, t)))
         check_keys("relation name", (r for _, r, _ in keys))
+        check_source(source)
         known = [k for k in keys if k[0] in self._names and k[2] in self._names]
-        self._edges.update(dict.fromkeys(known))
+        added = 0
+        for k in known:
+            if k not in self._edges:
+                self._edges[k] = None if source is None else [source]
+                added += source is not None
+                continue
+            have = self._edges[k]
+            have = [LEGACY_SOURCE_ID] if have is None else have
+            if source is not None and source not in have:
+                self._edges[k] = [*have, source]
+                added += 1
         self._index = None
         if len(known) < len(keys):
             raise_missing_endpoints(self, [Edge(src=h, rel=r, dst=t) for h, r, t in keys])
+        return added
+
+    # --- sources (store.base.SourceStore) --------------------------------------------------
+    def _asserting(self, k: tuple[str, str, str]) -> list[int]:
+        have = self._edges[k]
+        return [LEGACY_SOURCE_ID] if have is None else have
+
+    def source_records(self) -> list[SourceRecord]:
+        return [self._sources[i].model_copy() for i in sorted(self._sources)]
+
+    def source_counts(self) -> dict[int, tuple[int, int]]:
+        out: dict[int, list[int]] = {}
+        for k in self._edges:
+            have = self._asserting(k)
+            for s in have:
+                c = out.setdefault(s, [0, 0])
+                c[0] += 1
+                c[1] += len(have) == 1
+        return {s: (c[0], c[1]) for s, c in out.items()}
+
+    def put_source(self, record: SourceRecord) -> None:
+        self._sources[record.id] = record.model_copy()
+
+    def delete_source(self, source: int) -> None:
+        self._sources.pop(source, None)
+
+    def next_source_id(self) -> int:
+        return max(self._sources, default=LEGACY_SOURCE_ID) + 1
+
+    def retract_all(self, source: int, batch: int,
+                    touched: set[str] | None = None) -> tuple[int, int]:
+        mine = [k for k in self._edges if source in self._asserting(k)]
+        if touched is not None:
+            touched.update(x for k in mine if len(self._asserting(k)) == 1 for x in (k[0], k[2]))
+        return self.retract(source, mine)
+
+    def retract(self, source: int, triples: Sequence[tuple[str, str, str]]) -> tuple[int, int]:
+        deleted = shared = 0
+        for k in triples:
+            k = tuple(k)  # type: ignore[assignment]
+            if k not in self._edges or source not in self._asserting(k):
+                continue
+            rest = [s for s in self._asserting(k) if s != source]
+            if rest:
+                self._edges[k] = rest
+                shared += 1
+            else:
+                del self._edges[k]
+                deleted += 1
+        self._index = None
+        return deleted, shared
+
+    def source_triples(self, source: int) -> set[tuple[str, str, str]]:
+        return {k for k in self._edges if source in self._asserting(k)}
+
+    def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
+        used = {x for h, _, t in self._edges for x in (h, t)}
+        pool = self._names if among is None else [i for i in lookup_keys(among)
+                                                  if i in self._names]
+        gone = [i for i in pool if i not in used]
+        for i in gone:
+            del self._names[i]
+            self._vectors.pop(i, None)
+        self._index = None
+        return len(gone)
+
+    def sweep_relations(self) -> int:
+        used = {r for _, r, _ in self._edges}
+        gone = [n for n in self._relations if n not in used]
+        for n in gone:
+            del self._relations[n]
+        self._index = None
+        return len(gone)
+
+    def name_collisions(self, ids_per_name: int = 5) -> list[NameCollision]:
+        by: dict[str, list[str]] = defaultdict(list)
+        for i, n in self._names.items():
+            by[normalise_name(n)].append(i)
+        names = {i: n for i, n in self._names.items()}
+        out = [NameCollision(name=names[ids[0]], count=len(ids), ids=ids[:ids_per_name])
+               for ids in by.values() if len(ids) > 1]
+        keys = {c.ids[0]: normalise_name(c.name) for c in out}
+        return sorted(out, key=lambda c: (-c.count, keys[c.ids[0]]))
 
     def _checked(self, vector: Vector, key: str) -> np.ndarray:
         v = np.asarray(vector, dtype=np.float32).ravel()
@@ -229,6 +340,10 @@ class MemoryStore:
                 ix.sorted_nodes.add(fid)
             for mid, rel, out in rows[:limit]:
                 yield (fid, out, rel, mid, self._names[mid])
+
+    def relations_at(self, ids: Sequence[str]) -> set[str]:
+        adjacent = self._ix.adjacent
+        return {r for fid in lookup_keys(ids) for _, r, _ in adjacent.get(fid, ())}
 
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         adjacent = self._ix.adjacent

@@ -1,8 +1,16 @@
-"""Helpers of the HTTP API tests: the Bearer header, an SSE parser, the stage order."""
+"""Helpers of the HTTP API tests: the Bearer header, an SSE parser, the stage order, a real
+`talent serve` process."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -32,3 +40,42 @@ def api_settings(env: dict[str, str], **extra):
     return Settings(data_dir=Path(env["TALENT_DATA_DIR"]), base_model=env["TALENT_BASE_MODEL"],
                     model_cache_dir=Path(env["TALENT_MODEL_CACHE_DIR"]), planner="none",
                     _env_file=None, **extra)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """(base URL, process) of `talent serve` on a free port with ``env`` added, once
+    /healthz answers; stopped (SIGTERM: a clean shutdown) afterwards."""
+    import httpx
+
+    port = free_port()
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "talent_core", "serve", "--port", str(port), *args],
+            env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+            cwd=Path(env["TALENT_DATA_DIR"]))
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise AssertionError("talent serve did not start:\n" + log.read_text())
+            time.sleep(0.2)
+        yield base, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -4,54 +4,20 @@ disconnects mid-stream gives its model slot back."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from api_helpers import STAGES, auth, sse_events
+from api_helpers import STAGES, auth, serving, sse_events
 
 httpx = pytest.importorskip("httpx")
 Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(api_env, api_keys, tmp_path_factory):
-    port = free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = {**os.environ, **api_env, "TALENT_MAX_UPLOAD_MB": "1"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "talent_core", "serve", "--port", str(port)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=Path(api_env["TALENT_DATA_DIR"]))
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise AssertionError("talent serve did not start:\n" + log.read_text())
-            time.sleep(0.2)
+    with serving({**api_env, "TALENT_MAX_UPLOAD_MB": "1"}, log) as (base, _proc):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_keys_are_required_over_the_wire(server, api_keys):

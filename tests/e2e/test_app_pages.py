@@ -253,3 +253,72 @@ def test_a_data_dir_open_to_others_is_refused_with_a_message(tmp_path, monkeypat
     shown = re.sub(r"\\(.)", r"\1", at.error[0].value)  # as rendered: escapes undone
     assert str(data) in shown and "writable by other users" in shown
     assert sorted(p.name for p in data.iterdir()) == []  # nothing written, no server started
+
+
+def test_ask_page_answers_through_a_real_api_server(use_toy, tmp_path, monkeypatch):
+    """TALENT_API_URL + TALENT_API_KEY: the Ask page asks a running `talent serve` (full and
+    retrieval mode); the Streamlit process loads no language model (a load fails here)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    httpx = pytest.importorskip("httpx")
+    from tiny_llm import tiny_llama
+
+    from talent_core.api.keys import KeyStore
+    from talent_core.config import get_settings
+    from talent_core.pipeline import Pipeline
+
+    model = str(tiny_llama(tmp_path / "tiny"))
+    monkeypatch.setenv("TALENT_BASE_MODEL", model)
+    keys = KeyStore(Path(use_toy["TALENT_DATA_DIR"]))
+    rec, key = keys.create("ui-test", "read")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "talent_core", "serve", "--port", str(port)],
+            env={**os.environ, **use_toy, "TALENT_BASE_MODEL": model, "TALENT_PLANNER": "none"},
+            stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.2)
+
+        def no_models(self, *a, **k):
+            raise AssertionError("the UI process loaded the language models")
+
+        monkeypatch.setattr(Pipeline, "load_models", no_models)
+        monkeypatch.setenv("TALENT_API_URL", url)
+        monkeypatch.setenv("TALENT_API_KEY", key)
+        get_settings.cache_clear()
+        at = ask(_app(), "who directed [Gravity]", "full")
+        _ok(at)
+        assert any(f"API server at {url}" in c.value.replace("\\", "") for c in at.caption)
+        server = httpx.post(url + "/v1/ask", headers={"Authorization": f"Bearer {key}"},
+                            json={"question": "who directed [Gravity]"}, timeout=120).json()
+        ranked = at.dataframe[0].value
+        assert list(ranked[ranked["chosen"]]["answer"]) == server["answer"]
+        assert "Answer:" in _texts(at) and len(at.get("download_button")) == 2
+        at = ask(at, "who directed [Gravity]", "retrieval")
+        _ok(at)
+        assert "Alfonso Cuarón" in set(at.dataframe[0].value["name"])
+        at = ask(at, "what movies did [Tom Hanks] star in", "retrieval")
+        _ok(at)
+        warn = [w.value for w in at.warning if "not in the KG" in w.value]
+        assert warn and "Tom Hanks" in warn[0] and "Closest names" in warn[0], warn
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        keys.revoke(rec.id)

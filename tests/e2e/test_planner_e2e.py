@@ -72,3 +72,23 @@ def test_train_planner_refuses_overlapping_validation(use_toy, tmp_path):
     r = run("train", "planner", q, "--val", q, "-o", str(tmp_path / "p"))
     assert r.exit_code == 2 and "also occur in the training files" in r.output
     assert not (tmp_path / "p").exists()
+
+
+def test_zero_shot_planner_plans_from_the_anchors_own_relations(use_toy, tmp_path):
+    """No trained planner needed: the topic entity's relation paths ranked by their words'
+    similarity to the question; `ask --json` and the text output say which planner."""
+    from tiny_llm import tiny_llama
+
+    model = str(tiny_llama(tmp_path / "tiny"))
+    ask = ("ask", "what release year does [Gravity] have", "--base-model", model,
+           "--decode", "ranked", "--no-retriever", "--planner", "zero-shot")
+    r = run(*ask, "--json")
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["planner"] == "zero-shot"
+    assert got["plan"][0]["rels"] == ["release_year"] and got["answer"][0] == "2013"
+    assert "2013" in {n["name"] for n in got["candidate"]}  # the planned end joined S
+    r = run(*ask)
+    assert r.exit_code == 0 and "planned relation paths (zero-shot planner)" in r.output
+    r = run(*ask, "--json", "--plan-join", "0", "--planner", "none")
+    assert r.exit_code == 0 and json.loads(r.stdout)["planner"] is None

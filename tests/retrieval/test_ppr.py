@@ -81,10 +81,10 @@ def test_cli_retrieve_method_ppr(small_store, bow, monkeypatch):
     monkeypatch.setattr(pipeline, "open_store", lambda settings: small_store)
     monkeypatch.setattr(pipeline, "get_embedder", lambda *a, **k: bow)
     r = CliRunner().invoke(app, ["retrieve", "who directed [Gravity]", "--method", "ppr",
-                                 "--ppr-nodes", "3", "--json"])
+                                 "--ppr-nodes", "3", "--plan-join", "0", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["method"] == "ppr" and len(out["nodes"]) == 3
+    assert out["method"] == "ppr" and len(out["nodes"]) == 3  # PPR's own S (no plan joins)
     assert out["nodes"][0]["name"] == "Gravity"
     bad = CliRunner().invoke(app, ["retrieve", "who directed [Gravity]", "--ppr-nodes", "0"])
     assert bad.exit_code == 2 and "error: --ppr-nodes: " in bad.output

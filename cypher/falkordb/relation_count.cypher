@@ -1,0 +1,3 @@
+// Live catalogue relations (see entity_count).
+MATCH (r:Relation)
+RETURN count(r) AS n

@@ -1,0 +1,8 @@
+// Unload / replace: delete those of the entities $ids left without any triple (their
+// vectors go with them): the endpoints of the triples the run deleted. FalkorDB has no
+// EXISTS {}: a pattern predicate.
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+WHERE NOT (e)-[:REL]-()
+DELETE e
+RETURN count(*) AS deleted

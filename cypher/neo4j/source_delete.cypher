@@ -1,0 +1,4 @@
+// The last step of an unload: the Source record goes.
+MATCH (s:Source {id: $id})
+DELETE s
+RETURN count(*) AS deleted

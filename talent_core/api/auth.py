@@ -1,0 +1,69 @@
+"""The API's error responses and its API-key dependencies (`Read`, `Write`): what every
+router of `talent serve` shares (talent_core/api/app.py and the routers it includes import
+them from here, so that none needs the app module)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+
+from talent_core.api.keys import ApiKey, Scope
+from talent_core.errors import ApiKeyError
+
+STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+                405: "method_not_allowed", 409: "conflict", 413: "too_large",
+                422: "invalid_request", 429: "busy", 500: "internal", 503: "unavailable"}
+
+
+class ApiError(Exception):
+    """An error response: status, code, message (and the bad field for a 422)."""
+
+    def __init__(self, status: int, message: str, code: str | None = None,
+                 field: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code or STATUS_CODES.get(status, "error")
+        self.message = message
+        self.field = field
+        self.headers = headers
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    body: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:
+        body["field"] = field
+    return JSONResponse({"error": body}, status_code=status, headers=headers)
+
+
+def _key(request: Request, scope: Scope) -> ApiKey:
+    """The request's API key if it is valid and has ``scope`` (else 401 / 403)."""
+    rt = request.app.state.runtime  # talent_core.api.app.Runtime
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "missing API key: send 'Authorization: Bearer <key>' (create "
+                       "one with `talent keys create`)", headers={"WWW-Authenticate": "Bearer"})
+    try:
+        key = rt.keys.verify(token)
+    except ApiKeyError as e:
+        raise ApiError(503, str(e), code="keys_unreadable") from None
+    if key is None:
+        raise ApiError(401, "invalid or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+    if not key.allows(scope):
+        raise ApiError(403, f"the key {key.name!r} has the {key.scope} scope; this needs "
+                       f"{scope}")
+    return key
+
+
+def read_key(request: Request) -> ApiKey:
+    return _key(request, "read")
+
+
+def write_key(request: Request) -> ApiKey:
+    return _key(request, "write")
+
+
+Read = Annotated[ApiKey, Depends(read_key)]
+Write = Annotated[ApiKey, Depends(write_key)]

@@ -1,0 +1,185 @@
+"""A client of `talent serve` for `talent ask` and the UI: the server's models answer, so the
+caller loads none of its own.
+
+Which server: TALENT_API_URL (with TALENT_API_KEY), else the discovery file a running
+`talent serve` writes in its data dir (`api-server.json`: url, host, port, pid; removed at
+shutdown; one whose pid is gone is ignored). Plain `urllib` (no HTTP library to import: a
+`talent ask` over HTTP should start fast).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from talent_core.config import Settings
+from talent_core.errors import ApiClientError
+from talent_core.explore import Evidence, Hop
+from talent_core.models import Answer, Entity, StoreStats
+
+log = logging.getLogger(__name__)
+
+DISCOVERY_FILE = "api-server.json"
+LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # bound to all: ask here
+
+
+class ServerInfo(BaseModel):
+    """What a running `talent serve` says about itself in its data dir."""
+
+    url: str
+    host: str
+    port: int
+    pid: int
+
+
+def _url(host: str, port: int) -> str:
+    host = LOOPBACK.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def discovery_path(data_dir: Path) -> Path:
+    return Path(data_dir).expanduser() / DISCOVERY_FILE
+
+
+def write_discovery(data_dir: Path, host: str, port: int) -> Path:
+    """Announce this process as the server of ``data_dir`` (replaced atomically)."""
+    path = discovery_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = ServerInfo(url=_url(host, port), host=host, port=port, pid=os.getpid())
+    fd, tmp = tempfile.mkstemp(prefix=".api-server.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(info.model_dump_json())
+    os.replace(tmp, path)
+    return path
+
+
+def remove_discovery(data_dir: Path) -> None:
+    """Withdraw the announcement if it is this process's (a newer server's stays)."""
+    path = discovery_path(data_dir)
+    info = _read(path)
+    if info is not None and info.pid == os.getpid():
+        path.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> ServerInfo | None:
+    try:
+        return ServerInfo.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
+
+
+def discovered(data_dir: Path) -> ServerInfo | None:
+    """The server announced in ``data_dir``, unless there is none, the file is unreadable,
+    or its process is gone (a server that was killed leaves a stale file)."""
+    info = _read(discovery_path(data_dir))
+    if info is None:
+        return None
+    if not pid_alive(info.pid):
+        log.info("ignoring %s: its server (pid %d) is gone", discovery_path(data_dir),
+                 info.pid)
+        return None
+    return info
+
+
+class RemoteAnswer(BaseModel):
+    """An ask answered by the server: ``answer`` the pipeline's Answer (as `Pipeline.ask`
+    returns it, the closest names filled in), ``document`` the `talent ask --json` shape;
+    with ``view="ui"`` also what the Ask page draws beside it (``evidence`` of every answer,
+    the out-of-candidate ``joins``, the ``evidence_entities`` off S, the topics not in the
+    KG)."""
+
+    answer: Answer
+    document: dict[str, Any]
+    evidence: list[Evidence] = Field(default_factory=list)
+    joins: list[Hop] = Field(default_factory=list)
+    evidence_entities: list[Entity] = Field(default_factory=list)
+    topics: list[str] = Field(default_factory=list)  # the question's topic entities
+    missing: dict[str, list[str]] = Field(default_factory=dict)  # topic -> closest names
+
+
+class ApiClient:
+    """A few calls of the HTTP API, returning the pipeline's own pydantic models."""
+
+    def __init__(self, url: str, key: str, timeout: float = 600.0):
+        self.url, self._key, self.timeout = url.rstrip("/"), key, timeout
+
+    @classmethod
+    def from_settings(cls, settings: Settings, discover: bool = True) -> ApiClient | None:
+        """The client of TALENT_API_URL, else (``discover``) of the server announced in the
+        data dir; None when there is neither, or no TALENT_API_KEY (said in the log)."""
+        key = settings.api_key.get_secret_value() if settings.api_key else ""
+        url = settings.api_url
+        if not url and discover:
+            info = discovered(settings.data_dir)
+            url = info.url if info else None
+            if url and not key:
+                log.warning("a talent serve is up at %s (pid %d) but TALENT_API_KEY is not "
+                            "set: answering here, loading the models", url,
+                            info.pid if info else -1)
+                return None
+        if not url:
+            return None
+        if not key:
+            raise ApiClientError(f"TALENT_API_URL is {url} but TALENT_API_KEY is not set "
+                                 "(create a read key with `talent keys create`)")
+        return cls(url, key)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method,
+            headers={"Authorization": f"Bearer {self._key}", "Accept": "application/json",
+                     **({"Content-Type": "application/json"} if data is not None else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as r:  # noqa: S310 (http(s) URL from settings)
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            try:
+                err = json.loads(e.read()).get("error", {})
+            except ValueError:
+                err = {}
+            raise ApiClientError(f"{self.url}: {e.code} {err.get('message') or e.reason}",
+                                 status=e.code, code=err.get("code")) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise ApiClientError(f"cannot reach talent serve at {self.url}: {reason}") from None
+
+    def stats(self) -> StoreStats:
+        return StoreStats.model_validate(self._call("GET", "/v1/stats"))
+
+    def ask(self, question: str, topic_entities: list[str] | None = None, mode: str = "full",
+            decode: str | None = None, view: str = "cli", **retrieval: Any) -> RemoteAnswer:
+        """POST /v1/ask; ``view`` "cli" or "ui" (what comes beside the answer)."""
+        body: dict[str, Any] = {"question": question, "mode": mode, "retrieval": retrieval,
+                                "view": view}
+        if topic_entities:
+            body["topic_entities"] = topic_entities
+        if decode:
+            body["decode"] = decode
+        out = self._call("POST", "/v1/ask", body)
+        try:
+            extra = out.pop("talent_view")
+            return RemoteAnswer(document=out, **extra)
+        except (KeyError, TypeError, ValidationError) as e:
+            raise ApiClientError(f"{self.url}: /v1/ask answered in an unexpected shape "
+                                 f"({type(e).__name__}): is it an older talent serve?") from None

@@ -1,0 +1,115 @@
+"""`talent ask` answers through a running `talent serve` (no models loaded in the CLI
+process): found by the discovery file in the data dir, or by TALENT_API_URL; the same
+output (text and --json) as in-process; `--local`, no key, a stale discovery file and an
+unreachable named server are each handled as documented."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from api_helpers import free_port, serving
+
+pytest.importorskip("httpx")
+ARGS = ["who directed Gravity", "--topic", "Gravity"]
+
+
+def talent_ask(env: dict[str, str], *args: str, key: str | None = None,
+               url: str | None = None) -> subprocess.CompletedProcess:
+    run_env = {k: v for k, v in os.environ.items()
+               if k not in ("TALENT_API_KEY", "TALENT_API_URL")}
+    run_env.update(env)
+    if key:
+        run_env["TALENT_API_KEY"] = key
+    if url:
+        run_env["TALENT_API_URL"] = url
+    return subprocess.run([sys.executable, "-m", "talent_core", "ask", *ARGS, "-v", *args],
+                          env=run_env, capture_output=True, text=True, timeout=300,
+                          cwd=env["TALENT_DATA_DIR"])
+
+
+def without_timings(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "timings_ms"}
+
+
+@pytest.fixture(scope="module")
+def served(api_env, tmp_path_factory):
+    log = tmp_path_factory.mktemp("serve-cli") / "serve.log"
+    with serving(api_env, log, "--preload") as (base, proc):
+        yield base, proc
+    # a clean shutdown withdraws the announcement
+    assert not (Path(api_env["TALENT_DATA_DIR"]) / "api-server.json").exists()
+
+
+def test_the_server_announces_itself_in_its_data_dir(api_env, served):
+    base, proc = served
+    info = json.loads((Path(api_env["TALENT_DATA_DIR"]) / "api-server.json").read_text())
+    assert info["pid"] == proc.pid and info["url"] == base
+
+
+def test_ask_through_the_server_prints_what_the_local_ask_prints(api_env, api_keys, served):
+    remote = talent_ask(api_env, "--json", key=api_keys["read"])
+    assert remote.returncode == 0, remote.stderr
+    assert "answered by talent serve at" in remote.stderr
+    assert "loading" not in remote.stderr.lower()  # no model load in the CLI process
+    local = talent_ask(api_env, "--json", "--local", key=api_keys["read"])
+    assert local.returncode == 0, local.stderr
+    assert "answered by talent serve" not in local.stderr
+    r, lo = json.loads(remote.stdout), json.loads(local.stdout)
+    assert r["candidate"] and without_timings(r) == without_timings(lo)
+    assert set(r["timings_ms"]) == set(lo["timings_ms"])
+    text_remote = talent_ask(api_env, key=api_keys["read"])
+    text_local = talent_ask(api_env, "--local")
+    assert text_remote.returncode == 0 and "answered by talent serve" in text_remote.stderr
+    assert text_local.returncode == 0, text_local.stderr
+    assert text_remote.stdout == text_local.stdout and "answer" in text_remote.stdout
+
+
+def test_without_a_key_the_cli_answers_itself_and_says_why(api_env, served):
+    out = talent_ask(api_env, "--json")
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if "TALENT_API_KEY is not set" in ln]
+    assert len(lines) == 1 and served[0] in lines[0]
+    assert json.loads(out.stdout)["candidate"]
+
+
+def test_a_model_option_keeps_the_ask_local(api_env, api_keys, served):
+    out = talent_ask(api_env, "--json", "--planner", "none", key=api_keys["read"])
+    assert out.returncode == 0, out.stderr
+    assert "--planner choose(s) models of this process" in out.stderr
+    assert "answered by talent serve" not in out.stderr
+
+
+def test_a_refusal_of_the_server_is_the_cli_error(api_env, served):
+    out = talent_ask(api_env, "--json", key="tk_00000000_" + "x" * 30)
+    assert out.returncode == 2 and "401 invalid or revoked API key" in out.stderr
+    assert out.stdout == ""
+
+
+def test_a_stale_discovery_file_is_ignored(api_env, api_keys, tmp_path):
+    data = Path(api_env["TALENT_DATA_DIR"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs
+    port = free_port()
+    path = data / "api-server.json"
+    path.write_text(json.dumps({"url": f"http://127.0.0.1:{port}", "host": "127.0.0.1",
+                                "port": port, "pid": dead.pid}))
+    try:
+        out = talent_ask(api_env, "--json", key=api_keys["read"])
+    finally:
+        path.unlink()
+    assert out.returncode == 0, out.stderr
+    assert "answered by talent serve" not in out.stderr and "cannot reach" not in out.stderr
+    assert json.loads(out.stdout)["candidate"]
+
+
+def test_a_named_server_that_cannot_be_reached_is_an_error(api_env, api_keys):
+    url = f"http://127.0.0.1:{free_port()}"
+    out = talent_ask(api_env, "--json", key=api_keys["read"], url=url)
+    assert out.returncode == 2 and f"cannot reach talent serve at {url}" in out.stderr
+    out = talent_ask(api_env, "--json", url=url)
+    assert out.returncode == 2 and "TALENT_API_KEY is not set" in out.stderr

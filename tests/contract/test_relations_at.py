@@ -1,0 +1,21 @@
+"""`GraphReader.relations_at` under the contract (every store): the relation types on a
+node's edges in either direction, uncapped (the planner's first relations; issue 29)."""
+
+from __future__ import annotations
+
+from test_store_contract import load_nb, load_people
+
+
+def test_relations_at_both_directions_and_uncapped(read_store):
+    load_nb(read_store)
+    assert read_store.relations_at(["c"]) == {"r2", "r3", "r6"}  # b-r2->c, c-r3->d, c-r6->a
+    assert read_store.relations_at(["H"]) == {"r5", "genre_of"}  # 20 leaves: one type
+    assert read_store.relations_at(["a", "e"]) == {"r1", "r5", "r6", "r4"}
+    assert read_store.relations_at(["nowhere"]) == set()
+    assert read_store.relations_at([]) == set()
+
+
+def test_relations_at_freebase_names(read_store):
+    load_people(read_store)
+    assert read_store.relations_at(["m.0abc"]) == {"film.film.starring",
+                                                    "people.person.place_of_birth"}
