@@ -59,8 +59,8 @@ def _llm_methods(retriever: str) -> list[Method]:
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("vector", "vector top-k entities by question-to-name cosine (the vector "
-           "retriever), k = |S| of pcst-default for the same question (equal size)",
-           {"method": "vector"}, size_of=DEFAULT_S),
+           "retriever alone: no planned ends join), k = |S| of pcst-default for the same "
+           "question (equal size)", {"method": "vector", "plan_join": 0}, size_of=DEFAULT_S),
     *(Method(r.name, r.description, r.overrides, retriever=r.retriever)
       for r in registry.report_methods()),
     Method("graph", "the whole explanation graph as S (ExplaGraphs)", None,

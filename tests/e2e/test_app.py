@@ -74,7 +74,7 @@ def test_app_full_ranked_with_frozen_notice(use_toy, tmp_path, monkeypatch):
             r["model score"] + shipped.answer_weight * math.log(r["path prior"] + shipped.eps),
             abs=0.02)
     assert ranked.set_index("answer").loc["Alfonso Cuarón", "planned path"] == "directed_by"
-    assert any("relation-path planner" in c.value for c in at.caption)
+    assert any("trained (metaqa) planner" in c.value for c in at.caption)
     assert any(m.value.startswith("Planned relation paths\\: directed\\_by \\(p 0\\.9")
                for m in at.markdown), [m.value for m in at.markdown]  # shown as text
 
