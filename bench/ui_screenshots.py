@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import time
 from pathlib import Path
+
+ANSWER = re.compile(r"^(Answer|\d+ answers):", re.M)  # one answer, or a set of them
 
 
 def main() -> int:
@@ -53,12 +56,12 @@ def main() -> int:
             time.sleep(1)
             driver.find_element(By.CSS_SELECTOR, ".st-key-ask button").click()
             t0 = time.time()
-            wait.until(lambda d, m=main: "Answer:" in d.find_element(*m).text)
+            wait.until(lambda d, m=main: ANSWER.search(d.find_element(*m).text))
             seconds = round(time.time() - t0, 1)
             time.sleep(2)  # let the tabs, tables and the graph render
             line = next(x for x in driver.find_element(*main).text.splitlines()
-                        if x.startswith("Answer:"))
-            answer = line.removeprefix("Answer:").strip()
+                        if ANSWER.match(x))
+            answer = ANSWER.sub("", line, count=1).strip()
             plan = next((x.removeprefix("Planned relation paths:").strip()
                          for x in driver.find_element(*main).text.splitlines()
                          if x.startswith("Planned relation paths:")), None)

@@ -23,7 +23,14 @@ from pydantic import BaseModel, Field
 from talent_core.config import Settings
 from talent_core.embedding import TextEmbedder
 from talent_core.errors import DataDirError
-from talent_core.models import Answer, Candidate, Entity, Subgraph
+from talent_core.models import (
+    LEGACY_SOURCE_ID,
+    LEGACY_SOURCE_NAME,
+    Answer,
+    Candidate,
+    Entity,
+    Subgraph,
+)
 from talent_core.retrieval.linking import search
 from talent_core.store.base import ExpansionCaps, GraphReader
 
@@ -252,6 +259,19 @@ def evidence_names(answer: Answer, evidence: Sequence[Evidence],
 
 
 # --- the store: look-ups, one entity's neighbours, joins ---------------------------------
+def evidence_sources(store: Any, evidence: Sequence[Evidence]) -> list[str]:
+    """The names of the sources (loads) asserting the answers' evidence edges, sorted
+    (`SourceStore.triple_sources`; legacy triples: "legacy"): the Ask page says when an
+    answer's evidence comes from several."""
+    hops = sorted({(h.src, h.rel, h.dst) for ev in evidence for p in ev.paths for h in p.hops})
+    if not hops:
+        return []
+    ids = {i for v in store.triple_sources(hops).values() for i in v}
+    names = {r.id: r.name for r in store.source_records()}
+    return sorted(names.get(i, LEGACY_SOURCE_NAME if i == LEGACY_SOURCE_ID else f"source {i}")
+                  for i in ids)
+
+
 def entities_named(store: GraphReader, names: Sequence[str]) -> list[Entity]:
     """The entities named one of ``names`` (exact, case-insensitive)."""
     return store.entities_by_name(list(names))
@@ -307,9 +327,20 @@ def fill_closest(store: GraphReader, embedder: TextEmbedder | None, answer: Answ
             lk.closest = missing_topics(store, embedder, [lk.mention]).get(lk.mention, [])
 
 
+def shared_name_note(link: Any) -> str | None:
+    """A mention whose name several KG entities share, in words (all of them anchor)."""
+    if not link.shared:
+        return None
+    ids = [link.id, *link.shared]
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return (f"'{link.name}' names {len(ids)} entities in the KG ({shown}); the answer starts "
+            "from all of them")
+
+
 def link_notes(answer: Answer) -> list[str]:
     """The entity linking in words, one line each: "reading 'Incepton' as Inception" for a
-    fuzzy link (with close alternatives), "not in the KG" with the closest names for a
+    fuzzy link (with close alternatives), a name several entities share (`shared_name_note`),
+    "not in the KG" with the closest names for a
     mention the answer abstained on (the CLI's lines; the UI words them the same)."""
     out = []
     for lk in answer.candidate.links:
@@ -317,6 +348,9 @@ def link_notes(answer: Answer) -> list[str]:
             alts = "; ".join(a.name for a in lk.alternatives)
             out.append(f"reading '{lk.mention}' as {lk.name} (similarity {lk.score:.2f})"
                        + (f"; close alternatives: {alts}" if alts else ""))
+        note = shared_name_note(lk)
+        if note:
+            out.append(note)
     for mention in answer.not_in_kg:
         close = next((lk.closest for lk in answer.candidate.links if lk.mention == mention), [])
         out.append(f"not in the KG: '{mention}'"

@@ -169,6 +169,8 @@ class Link(BaseModel):
     topic: bool = False  # the mention was given as a topic ([brackets], q_entity)
     alternatives: list[LinkAlternative] = Field(default_factory=list)  # "did you mean"
     closest: list[str] = Field(default_factory=list)  # unlinked: the KG's closest names
+    # the other KG ids of the chosen name (a name several entities share: all anchor)
+    shared: list[str] = Field(default_factory=list)
 
     @property
     def linked(self) -> bool:

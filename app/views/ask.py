@@ -19,11 +19,13 @@ from talent_core.explore import (
     answer_evidence,
     entities_named,
     evidence_names,
+    evidence_sources,
     export_csv,
     export_json,
     fill_closest,
     missing_topics,
     out_of_candidate_joins,
+    shared_name_note,
 )
 from talent_core.models import DECODES, GENERATOR_TYPES
 from talent_core.pipeline import Pipeline
@@ -298,6 +300,9 @@ def show_links(h: dict[str, Any], idx: int) -> None:
             alts = "; ".join(a.name for a in lk.alternatives)
             st.info(plain(f"Reading “{lk.mention}” as {lk.name} (similarity {lk.score:.2f})"
                           + (f"; close alternatives: {alts}" if alts else "") + "."))
+        note = shared_name_note(lk)
+        if note:
+            st.info(plain(note[0].upper() + note[1:] + "."))
     for k, mention in enumerate(answer.not_in_kg):
         close = next((lk.closest for lk in answer.candidate.links
                       if lk.mention == mention), [])
@@ -388,6 +393,10 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
         show_evidence(answer, h["evidence"])
+        sources = evidence_sources(pipe.store, h["evidence"])
+        if len(sources) > 1:
+            st.caption(plain(f"The evidence comes from {len(sources)} sources: "
+                             + ", ".join(sources)))
         if answer.ranked:
             with st.expander("ranked candidate answers (log-likelihood)"):
                 st.dataframe([{"answer": r.name, "score": r.score, "id": r.id,

@@ -64,6 +64,7 @@ from talent_core.errors import (
     ApiKeyError,
     EmbeddedServerError,
     RetrievalSettingsError,
+    SourceError,
     TalentError,
     TextInputError,
 )
@@ -233,10 +234,11 @@ class LoadJob:
     the loader's `on_commit`."""
 
     def __init__(self, tmp: Path, path: Path, fmt: str | None, on_error: str, source: str,
-                 owned: bool = True):
+                 owned: bool = True, replace: str | None = None):
         self.id = uuid.uuid4().hex[:12]
         self.tmp, self.path, self.format, self.on_error, self.source = (
             tmp, path, fmt, on_error, source)
+        self.replace = replace  # the source this file replaces (`talent load --replace`)
         self.owned = owned  # an upload's copy (removed once loaded), not a server-side file
         self.rejects = tmp / "rejects.jsonl" if on_error == "skip" else None
         self.status = "queued"
@@ -328,10 +330,20 @@ class LoadJobs:
         job.status, job.t0 = "running", time.perf_counter()
         try:
             job.total_rows = count_rows(job.path)
-            report = self.rt.pipe.load(job.path, job.format, on_commit=on_commit,
-                                       progress=False, on_error=job.on_error,
-                                       rejects=job.rejects)
+            options = {"on_commit": on_commit, "progress": False, "on_error": job.on_error,
+                       "rejects": job.rejects}
+            change = None
+            if job.replace is None:
+                report = self.rt.pipe.load(job.path, job.format, **options)
+            else:
+                from talent_core.loaders.sources import replace_source
+
+                report, change = replace_source(job.path, job.replace, job.format,
+                                                store=self.rt.pipe.store,
+                                                settings=self.rt.settings, **options)
             job.result = report.model_dump(mode="json", exclude={"rejects_file", "source"})
+            if change is not None:  # added / removed / unchanged, as `talent load --replace`
+                job.result["change"] = change.model_dump(mode="json")
             job.rows = max(job.rows, report.rows_read)
             job.triples = max(job.triples, report.loaded)
             job.status = "cancelled" if report.cancelled else "done"
@@ -791,16 +803,27 @@ def create_app(settings: Settings | None = None,
                    file: Annotated[UploadFile | None, File()] = None,
                    format: Annotated[str | None, Form()] = None,
                    on_error: Annotated[str, Form(pattern="^(fail|skip)$")] = "fail",
+                   replace: Annotated[str | None, Form(min_length=1)] = None,
                    ) -> LoadJobOut:
         """Queue a load (one load at a time); poll /v1/loads/{id}. Either a multipart upload
         (``file``), or JSON ``{"path": ..., "format": ..., "on_error": ...}``: a file on the
         server under a folder the operator allows (TALENT_API_LOAD_DIRS; none by default:
-        403). ``format``: one of `talent load`'s; omitted, guessed from the file name."""
+        403). ``format``: one of `talent load`'s; omitted, guessed from the file name;
+        ``replace``: a source the file replaces (`talent load --replace`; the job's result
+        has the change: added / removed / unchanged)."""
+        replaced = by_path.replace if by_path is not None else replace
+        if replaced is not None:  # an unknown source is refused now, not in the job
+            from talent_core.loaders.sources import find_source
+
+            try:
+                find_source(rt.pipe.store, replaced)
+            except SourceError as e:
+                raise ApiError(404, str(e)) from None
         if by_path is not None:
             path = checked_load_path(by_path.path, load_dirs)
             fmt = load_format(by_path.format, path.name)
             job = LoadJob(Path(tempfile.mkdtemp(prefix="talent-api-load-")), path, fmt,
-                          by_path.on_error, str(path), owned=False)
+                          by_path.on_error, str(path), owned=False, replace=by_path.replace)
             rt.loads.submit(job)
             return job.out()
         if file is None:
@@ -821,7 +844,7 @@ def create_app(settings: Settings | None = None,
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing of a refused request stays
             raise
-        job = LoadJob(tmp, path, fmt, on_error, name)
+        job = LoadJob(tmp, path, fmt, on_error, name, replace=replace)
         rt.loads.submit(job)
         return job.out()
 

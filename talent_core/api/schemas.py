@@ -43,6 +43,8 @@ class PathLoadRequest(_Strict):
     path: str = Field(min_length=1)
     format: str | None = None
     on_error: Literal["fail", "skip"] = "fail"
+    replace: str | None = Field(None, min_length=1, description="a source (name or id) the "
+                                "file replaces, as `talent load --replace`")
 
 
 class ChatMessage(BaseModel):

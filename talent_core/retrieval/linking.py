@@ -15,7 +15,8 @@ than two edits from every KG name never links) and scores at least the threshold
 (`RetrievalConfig.link_threshold`). Without brackets, when some fuzzy-linked span is
 capitalised only those count (a name, not a question word like "directed" ~ "Redirected").
 Candidates within `LINK_MARGIN` of the chosen one are kept as alternatives ("did you
-mean"); an unlinked mention keeps the closest names.
+mean"); an unlinked mention keeps the closest names; a name several entities share links
+to all of them (`Link.shared`: the others' ids, said to the user).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def choose(mention: str, exact: Sequence[Entity], fuzzy: Sequence[Entity], thres
         ids = list(dict.fromkeys(e.id for e in exact))
         alts = [e for e in _scored(mention, fuzzy) if e[2].id not in ids and e[0] >= 1.0]
         return Link(mention=mention, id=ids[0], name=exact[0].name, score=1.0, how="exact",
-                    topic=topic, alternatives=_alternatives(alts)), ids
+                    topic=topic, alternatives=_alternatives(alts), shared=ids[1:]), ids
     scored = _scored(mention, fuzzy)
     limit = allowed_edits(mention)
     ok = [t for t in scored if t[1] <= limit and t[0] >= threshold]
@@ -91,7 +92,8 @@ def choose(mention: str, exact: Sequence[Entity], fuzzy: Sequence[Entity], thres
     ids = [e.id for _, _, e in ok if fold_name(e.name) == same]
     alts = [t for t in ok if fold_name(t[2].name) != same and t[0] >= score - LINK_MARGIN]
     return Link(mention=mention, id=best.id, name=best.name, score=score, how="fuzzy",
-                topic=topic, alternatives=_alternatives(alts)), ids
+                topic=topic, alternatives=_alternatives(alts),
+                shared=[i for i in ids if i != best.id]), ids
 
 
 def _alternatives(scored: Sequence[tuple[float, int, Entity]]) -> list[LinkAlternative]:

@@ -190,6 +190,11 @@ class SourceStore(Protocol):
 
     def source_triples(self, source: int) -> set[tuple[str, str, str]]: ...
 
+    def triple_sources(self, triples: Sequence[tuple[str, str, str]]
+                       ) -> dict[tuple[str, str, str], list[int]]:
+        """The source ids asserting each stored triple of `triples` (legacy: [0]); a
+        triple the store does not hold is left out."""
+
     def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
         """Delete the entities without any triple (with their vectors): all, or those of
         `among`; how many."""

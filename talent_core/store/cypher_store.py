@@ -245,6 +245,14 @@ class CypherStore:
         return {(str(h), str(r), str(t))
                 for h, r, t in self._read("source_triples", {"source": int(source)})}
 
+    def triple_sources(self, triples: Sequence[tuple[str, str, str]]
+                       ) -> dict[tuple[str, str, str], list[int]]:
+        out: dict[tuple[str, str, str], list[int]] = {}
+        for chunk in chunks(sorted(set(triples)), self.batch_size):
+            for h, r, t, src in self._read("triple_sources", {"triples": [list(x) for x in chunk]}):
+                out[(str(h), str(r), str(t))] = sorted(int(i) for i in src)
+        return out
+
     def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
         """Delete the entities left without any triple (and their vectors): all of them
         (a scan), or those of `among` (look-ups)."""

@@ -208,6 +208,10 @@ class MemoryStore:
     def source_triples(self, source: int) -> set[tuple[str, str, str]]:
         return {k for k in self._edges if source in self._asserting(k)}
 
+    def triple_sources(self, triples: Sequence[tuple[str, str, str]]
+                       ) -> dict[tuple[str, str, str], list[int]]:
+        return {k: sorted(self._asserting(k)) for k in set(triples) if k in self._edges}
+
     def sweep_entities(self, batch: int, among: Sequence[str] | None = None) -> int:
         used = {x for h, _, t in self._edges for x in (h, t)}
         pool = self._names if among is None else [i for i in lookup_keys(among)

@@ -62,6 +62,41 @@ def test_load_job_polled_to_the_end(server, api_keys):
     assert rej.status_code == 200 and "not a triple" in rej.text
 
 
+def _finished(server, api_keys, job):
+    deadline = time.time() + 60
+    while job["status"] in ("queued", "running"):
+        assert time.time() < deadline, job
+        time.sleep(0.05)
+        job = httpx.get(f"{server}/v1/loads/{job['id']}", headers=auth(api_keys["read"])).json()
+    return job
+
+
+def test_a_load_replaced_over_the_wire(server, api_keys):
+    """POST /v1/loads with ``replace``: the store then holds what the new file asserts in
+    place of the old one (`talent load --replace`), with the change in the job's result."""
+    write = auth(api_keys["write"])
+    old = "".join(f"Swap Film {i}|directed_by|Swap Person {i}\n" for i in range(20))
+    r = httpx.post(server + "/v1/loads", headers=write, data={"format": "metaqa"},
+                   files={"file": ("swap_kb.txt", old.encode())})
+    assert r.status_code == 202, r.text
+    assert _finished(server, api_keys, r.json())["status"] == "done"
+    new = "".join(f"Swap Film {i}|directed_by|Swap Person {i}\n" for i in range(5, 25))
+    r = httpx.post(server + "/v1/loads", headers=write,
+                   data={"format": "metaqa", "replace": "swap_kb.txt"},
+                   files={"file": ("swap_kb.txt", new.encode())})
+    assert r.status_code == 202, r.text
+    job = _finished(server, api_keys, r.json())
+    assert job["status"] == "done", job
+    change = job["result"]["change"]
+    assert (change["added"], change["removed"], change["unchanged"]) == (5, 5, 15)
+    srcs = httpx.get(server + "/v1/sources", headers=auth(api_keys["read"])).json()["sources"]
+    assert [s["triples"] for s in srcs if s["name"] == "swap_kb.txt"] == [20]
+    r = httpx.post(server + "/v1/loads", headers=write,
+                   data={"format": "metaqa", "replace": "no-such-source"},
+                   files={"file": ("x_kb.txt", b"A|r|B\n")})
+    assert r.status_code == 404 and "no-such-source" in r.json()["error"]["message"]
+
+
 def test_streamed_ask_events_in_stage_order(server, api_keys):
     t0 = time.perf_counter()
     arrived: list[float] = []
