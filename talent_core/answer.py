@@ -121,11 +121,14 @@ def answer(
     embedder: Embedder | None = None,
     t0: float | None = None,
     answer_set_rule: AnswerSetRule = "path",
+    made: Plan | None = None,
 ) -> Answer:
     """The language-model stages on S: the retriever's selection (mode "full"), the
     generator's context and its answers; ranked answers are KG nodes only, re-weighted by
     the plan when a ``planner`` (model, its known relations) fits. ``t0``: when the question
-    arrived (``total`` counts from there); ``answer_set_rule``: `Settings.answer_set`."""
+    arrived (``total`` counts from there); ``answer_set_rule``: `Settings.answer_set`;
+    ``made``: the plan retrieval already made for S with this ``planner``
+    (`Pipeline.retrieve_planned`), used instead of planning again."""
     t0 = time.perf_counter() if t0 is None else t0
     question = candidate.question  # brackets removed
     timings = retrieval_timings(candidate)
@@ -155,7 +158,8 @@ def answer(
         model = planner[0] if planner else None
         if generator.task != "label" and embedder is not None and planner is not None:
             t_plan = time.perf_counter()
-            plan = plan_paths(model, planner[1], embedder, store, candidate)
+            plan = made if made is not None else plan_paths(model, planner[1], embedder,
+                                                            store, candidate)
             model = plan.model or model
             if plan.paths:
                 join_planned(store, model, kg, plan.prior)

@@ -179,16 +179,25 @@ class Pipeline:
     ) -> Candidate:
         """Candidate S for ``question``, read by `parse_question` ([brackets] mark topic
         entities) whether typed or from a file; ``overrides``: RetrievalConfig fields."""
+        return self.retrieve_planned(question, topic_entities, **overrides)[0]
+
+    def retrieve_planned(
+        self, question: str, topic_entities: list[str] | None = None, **overrides
+    ) -> tuple[Candidate, Plan | None]:
+        """`retrieve`, and the plan whose ends joined S (None: nothing was planned), so
+        that `answer` need not plan again."""
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
         candidate = read_as_linked(retrieve(text, self.store, self.embedder, config,
                                             topics or None))
-        if config.plan_join and self.planner is not None and candidate.anchors:
-            t = time.perf_counter()
-            candidate = join_plan(self.store, candidate, self.plan(candidate), config.plan_join)
-            candidate.timings_ms["plan_join"] = (time.perf_counter() - t) * 1000
-        return candidate
+        if not (config.plan_join and self.planner is not None and candidate.anchors):
+            return candidate, None
+        t = time.perf_counter()
+        plan = self.plan(candidate)
+        candidate = join_plan(self.store, candidate, plan, config.plan_join)
+        candidate.timings_ms["plan_join"] = (time.perf_counter() - t) * 1000
+        return candidate, plan
 
     def ask(
         self,
@@ -201,8 +210,8 @@ class Pipeline:
         """``decode``: "ranked" (every candidate answer scored; answers are KG nodes) or
         "free" (the paper's greedy decoding); default: the pipeline's."""
         t0 = time.perf_counter()
-        candidate = self.retrieve(question, topic_entities, **overrides)
-        return self.answer(candidate, mode, decode, t0=t0)
+        candidate, plan = self.retrieve_planned(question, topic_entities, **overrides)
+        return self.answer(candidate, mode, decode, t0=t0, plan=plan)
 
     def answer(
         self,
@@ -211,12 +220,14 @@ class Pipeline:
         decode: Decode | None = None,
         retriever: RetrieverModel | None = None,
         t0: float | None = None,
+        plan: Plan | None = None,
     ) -> Answer:
         """The language-model stages on a given S (``candidate``): what `ask` runs after
         retrieval, reused by reports that share one S between methods (`answer.answer`).
         ``retriever``: a `RetrieverModel` on this pipeline's base model to use instead of its
         own (the frozen-retriever ablation, another adapter); ``t0``: when the question
-        arrived (``total`` counts from there; default: now). A mention the linking left
+        arrived (``total`` counts from there; default: now); ``plan``: the plan
+        `retrieve_planned` made for ``candidate`` (else planned here). A mention the linking left
         unlinked (`linking.not_in_kg`) skips the language models: the answer is empty and
         says which mentions are "not in the KG"."""
         decode = decode or self.decode
@@ -233,7 +244,7 @@ class Pipeline:
         return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
                             self.store, planner=self._planner if ranked else None,
                             embedder=self.embedder, t0=t0,
-                            answer_set_rule=self.settings.answer_set)
+                            answer_set_rule=self.settings.answer_set, made=plan)
 
     def load(self, path: Path | str, fmt: str, **options) -> LoadReport:
         """Load a KG file into this pipeline's store (`loaders.api.load_path` options)."""

@@ -393,7 +393,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
         show_evidence(answer, h["evidence"])
-        sources = evidence_sources(pipe.store, h["evidence"])
+        if "sources" not in h:  # once per answer, not at every rerun of the page
+            h["sources"] = evidence_sources(pipe.store, h["evidence"])
+        sources = h["sources"]
         if len(sources) > 1:
             st.caption(plain(f"The evidence comes from {len(sources)} sources: "
                              + ", ".join(sources)))

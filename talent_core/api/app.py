@@ -585,8 +585,8 @@ def create_app(settings: Settings | None = None,
                 background=BackgroundTask(slot.release))
         try:
             t0 = time.perf_counter()
-            cand = rt.pipe.retrieve(question, req.topic_entities, **overrides)
-            ans, evidence = _answer(cand, req, slot, t0)
+            cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, **overrides)
+            ans, evidence = _answer(cand, req, slot, t0, plan)
         finally:
             slot.release()
         out = _answer_json(ans, evidence)
@@ -594,8 +594,9 @@ def create_app(settings: Settings | None = None,
             out["talent_view"] = _view(ans, req, question)
         return out
 
-    def _answer(cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: float
-                ) -> tuple[Any, Any]:
+    def _answer(cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: float,
+                plan: Any = None) -> tuple[Any, Any]:
+        """The answer on S (``plan``: the one `retrieve_planned` made for it)."""
         from talent_core.explore import answer_evidence, fill_closest
 
         pipe = rt.pipe
@@ -604,7 +605,7 @@ def create_app(settings: Settings | None = None,
         else:
             with slot:
                 rt.ensure_models()
-                ans = pipe.answer(cand, req.mode, req.decode, t0=t0)
+                ans = pipe.answer(cand, req.mode, req.decode, t0=t0, plan=plan)
         evidence = answer_evidence(ans, pipe.store)
         fill_closest(pipe.store, pipe.embedder, ans)
         return ans, evidence
@@ -647,7 +648,7 @@ def create_app(settings: Settings | None = None,
         t0 = time.perf_counter()
         server_ms: dict[str, float] = {}
         try:
-            cand = rt.pipe.retrieve(question, req.topic_entities, **overrides)
+            cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, **overrides)
             server_ms["retrieved"] = round((time.perf_counter() - t0) * 1000, 1)
             yield sse("seeds", {"seeds": [s.model_dump() for s in cand.seeds],
                                 "links": [lk.model_dump() for lk in cand.links]})
@@ -656,7 +657,7 @@ def create_app(settings: Settings | None = None,
                 # an SSE comment while queued: proxies keep the stream open, and a client
                 # that went away is noticed here, before any model work runs for it
                 yield ": queued for a model slot\n\n"
-            ans, evidence = _answer(cand, req, slot, t0)
+            ans, evidence = _answer(cand, req, slot, t0, plan)
             out = _answer_json(ans, evidence)
             server_ms["answered"] = round((time.perf_counter() - t0) * 1000, 1)
             yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
@@ -696,8 +697,8 @@ def create_app(settings: Settings | None = None,
                                      background=BackgroundTask(slot.release))
         try:
             t0 = time.perf_counter()
-            cand = rt.pipe.retrieve(question)
-            ans, evidence = _answer(cand, ask_req, slot, t0)
+            cand, plan = rt.pipe.retrieve_planned(question)
+            ans, evidence = _answer(cand, ask_req, slot, t0, plan)
         finally:
             slot.release()
         out = _answer_json(ans, evidence)
@@ -717,8 +718,8 @@ def create_app(settings: Settings | None = None,
         try:
             t0 = time.perf_counter()
             yield chunk({"role": "assistant", "content": ""})
-            cand = rt.pipe.retrieve(question)
-            ans, evidence = _answer(cand, req, slot, t0)
+            cand, plan = rt.pipe.retrieve_planned(question)
+            ans, evidence = _answer(cand, req, slot, t0, plan)
             out = _answer_json(ans, evidence)
             yield chunk({"content": chat_text(out)})
             yield chunk({}, "stop", talent=out)

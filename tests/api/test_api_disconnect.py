@@ -30,15 +30,15 @@ class BlockingPipeline:
     def retrieval_config(self, **overrides):
         return overrides
 
-    def retrieve(self, question, topics=None, **overrides):
+    def retrieve_planned(self, question, topics=None, **overrides):
         from talent_core.models import Candidate
 
-        return Candidate(question=question)
+        return Candidate(question=question), None
 
     def load_models(self):
         return None
 
-    def answer(self, candidate, mode, decode, t0=None):
+    def answer(self, candidate, mode, decode, t0=None, plan=None):
         self.answers += 1
         self.entered.set()
         assert self.release.wait(30)
