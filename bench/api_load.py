@@ -17,6 +17,7 @@ with its server stopped), never the store other benches measure.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -59,9 +60,10 @@ def model_busy_s(base: str, key: str) -> float:
 
 
 def run_clients(base: str, key: str, qs: list[str], clients: int, seconds: float,
-                ops: tuple[str, ...]) -> dict:
+                ops: tuple[str, ...], nice: int = 0) -> dict:
     """``clients`` threads, each cycling through ``ops`` on random questions until the
-    time is up (a request in flight then finishes and counts)."""
+    time is up (a request in flight then finishes and counts); ``nice``: the client
+    threads' CPU priority (19: as if the clients ran on other machines)."""
     lat: dict[str, list[float]] = defaultdict(list)
     status: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     errors: list[str] = []
@@ -73,6 +75,8 @@ def run_clients(base: str, key: str, qs: list[str], clients: int, seconds: float
     busy0 = model_busy_s(base, key)
 
     def client(i: int) -> None:
+        if nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
         rng = random.Random(i)
         with httpx.Client(base_url=base, timeout=600,
                           headers={"Authorization": f"Bearer {key}"}) as c:
@@ -157,6 +161,9 @@ def main() -> None:
                     help="a setting of the server (e.g. TALENT_API_BROWSE_SLOTS=64)")
     ap.add_argument("--load-wait", type=float, default=900,
                     help="seconds to wait for the load job to end after the window")
+    ap.add_argument("--client-nice", type=int, default=0,
+                    help="the client threads' nice (19: as if the clients ran elsewhere; the "
+                    "server keeps its priority)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     data_dir = args.data_dir.resolve()
@@ -185,7 +192,8 @@ def main() -> None:
         try:
             threading.Thread(target=sample, args=(proc.pid,), daemon=True).start()
             run_clients(base, key, qs[:2], 1, 0.1, OPS)  # warm-up
-            alone = run_clients(base, key, qs, 1, args.alone_seconds, ("ask",))
+            alone = run_clients(base, key, qs, 1, args.alone_seconds, ("ask",),
+                                args.client_nice)
             print(f"alone: {alone['asks_per_min']} asks/min", file=sys.stderr)
             samples: list[dict] = []
             watch_done = threading.Event()
@@ -203,7 +211,8 @@ def main() -> None:
                 watcher = threading.Thread(target=watch_jobs, args=(
                     base, key, job_ids, t_window, watch_done, samples), daemon=True)
                 watcher.start()
-            many = run_clients(base, key, qs, args.clients, args.seconds, OPS)
+            many = run_clients(base, key, qs, args.clients, args.seconds, OPS,
+                               args.client_nice)
             print(f"{args.clients} clients: {many['asks_per_min']} asks/min, "
                   f"unexpected {many['unexpected']}", file=sys.stderr)
             if args.load_file:
@@ -248,8 +257,10 @@ def main() -> None:
                    + (f" --load-file {args.load_file} --load-repeat {args.load_repeat}"
                       if args.load_file else "")
                    + "".join(f" --server-env {kv}" for kv in args.server_env)
+                   + (f" --client-nice {args.client_nice}" if args.client_nice else "")
                    + f" --out {args.out}",
-        "server_env": env, "alone": alone, "concurrent": many, "load_jobs": load or None,
+        "server_env": env, "client_nice": args.client_nice, "alone": alone,
+        "concurrent": many, "load_jobs": load or None,
         "server_rss_mb_peak": round(max(rss) / 2**20, 1) if rss else None,
         "load_before": before, "load_after": load_average(),
     })

@@ -185,7 +185,11 @@ def load_path(
         # a rejects path naming a directory (or an unwritable place) fails here, before the
         # store is opened and its schema written
         check_outputs(opts, reader)
-        if not opts.dry_run:
+        if opts.dry_run:
+            return run_load(reader, store, embedder, opts)
+        from talent_core.store._common import exclusive_job, job_dir
+
+        with exclusive_job(job_dir(store, settings), f"talent load {Path(path).name}"):
             if embedder is None:
                 from talent_core.loaders.embedders import make_embedder
 
@@ -195,7 +199,7 @@ def load_path(
 
                 store = owned_store = open_store(settings)
             store.ensure_schema(embedder.dimension)
-        return run_load(reader, store, embedder, opts)
+            return run_load(reader, store, embedder, opts)
     except BaseException:
         reader.close()
         raise

@@ -15,8 +15,10 @@ run killed anywhere and run again finishes with the same store:
              S's assertion back from each triple S asserts that the file does not hold ->
              the same two sweeps -> S's record `complete` with the new file's sha256 and
              counts. The file's triple set is held in memory.
-Nothing here is safe beside a concurrent load into the same graph: the sweeps delete the
-entities that a load has written but not yet linked by a triple.
+Nothing here is safe beside a concurrent load into the same graph (the sweeps delete the
+entities that a load has written but not yet linked by a triple): loads, unloads and
+replaces hold the data dir's job lock (`store._common.exclusive_job`), so a second one is
+refused at once with StoreBusyError.
 """
 
 from __future__ import annotations
@@ -98,9 +100,19 @@ class _Steps:
 
 
 def unload_source(store: GraphStore, key: str, batch: int = 5000,
-                  rebuild_fraction: float | None = None) -> SourceChange:
+                  rebuild_fraction: float | None = None,
+                  settings: Settings | None = None) -> SourceChange:
     """Take source `key` (a name or id) out of the store (see the module docstring).
-    `rebuild_fraction`: see `_sweep` (default: the setting)."""
+    `rebuild_fraction`: see `_sweep` (default: the setting). `settings`: where the job lock
+    is when the store has no data dir of its own (default: the environment's)."""
+    from talent_core.store._common import exclusive_job, job_dir
+
+    with exclusive_job(job_dir(store, settings or get_settings()), f"talent unload {key}"):
+        return _unload(store, key, batch, rebuild_fraction)
+
+
+def _unload(store: GraphStore, key: str, batch: int,
+            rebuild_fraction: float | None) -> SourceChange:
     t0 = time.perf_counter()
     st = _sources(store)
     finish = getattr(store, "finish_pending_bulk", None)
@@ -137,9 +149,18 @@ def replace_source(
     store holds exactly what the other sources and the file assert. `source` renames it.
     `load_options` go to `load_path`. A cancelled or failed load leaves the source
     `replacing` with both versions' triples: run the replace again."""
-    from talent_core.loaders.api import file_sha256, load_path
+    from talent_core.store._common import exclusive_job, job_dir
 
     settings = settings or get_settings()
+    with exclusive_job(job_dir(store, settings), f"talent load --replace {key}"):
+        return _replace(path, key, format, store, settings, source, batch_size, load_options)
+
+
+def _replace(path: str | Path, key: str, format: str | None, store: GraphStore | None,
+             settings: Settings, source: str | None, batch_size: int | None,
+             load_options: dict[str, Any]) -> tuple[LoadReport, SourceChange]:
+    from talent_core.loaders.api import file_sha256, load_path
+
     owned = None
     if store is None:
         from talent_core.store import open_store

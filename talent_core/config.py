@@ -108,6 +108,10 @@ class Settings(BaseSettings):
     api_llm_queue: int = Field(8, ge=0)
     # the CPU priority (nice, Linux) of the load jobs' thread: a load is background work
     api_load_nice: int = Field(10, ge=0, le=19)
+    # the CPU priority of the request threads (retrieval, search, browsing); the model slots'
+    # work runs on threads of its own at the server's priority, so on a busy machine the
+    # queued asks keep their pace (0: everything at one priority)
+    api_browse_nice: int = Field(10, ge=0, le=19)
     # load the models when the server starts (else on the first ask)
     api_preload: bool = False
     # a running `talent serve` for `talent ask` and the UI to use instead of loading the

@@ -144,6 +144,13 @@ class SourceError(TalentError, ValueError):
 
     exit_code: ClassVar[int] = 1
 
+class StoreBusyError(TalentError, RuntimeError):
+    """Another load, unload or replace of the same store is running (one at a time: the
+    sweeps of an unload delete what a load wrote but has not linked yet). The CLI exits 1."""
+
+    exit_code: ClassVar[int] = 1
+
+
 class LineError(TalentError):
     """A problem confined to one physical line (the source can continue after it)."""
 

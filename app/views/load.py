@@ -26,8 +26,9 @@ from typing import Any
 import streamlit as st
 
 from talent_core.config import get_settings
+from talent_core.errors import StoreBusyError
 from talent_core.ui.common import default_pipeline, run_with_progress, store_caption
-from talent_core.ui.safe import plain, upload_path
+from talent_core.ui.safe import error_line, plain, upload_path
 
 AUTO = "auto (from the file name)"
 JOB = "_load_job"  # the session state's running load
@@ -230,7 +231,7 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
 
 
 CONFIRM = "_remove_source"  # the session state's source awaiting the Remove confirmation
-REMOVED = "_removed_source"  # what the last Remove did (shown after its rerun)
+REMOVED = "_removed_source"  # (ok, text): what the last Remove did (shown after its rerun)
 
 
 def sources_report(pipe: Any) -> Any:
@@ -250,7 +251,8 @@ def sources_view(pipe: Any, report: Any) -> None:
 
     st.subheader("Sources")
     if REMOVED in st.session_state:
-        st.success(plain(st.session_state.pop(REMOVED)))
+        ok, text = st.session_state.pop(REMOVED)
+        (st.success if ok else st.error)(plain(text))
     if report is None or not report.sources:
         st.caption("No source yet: each load becomes one (its file name).")
         return
@@ -275,11 +277,16 @@ def sources_view(pipe: Any, report: Any) -> None:
         y, n = st.columns(2)
         if y.button("Yes, remove it", type="primary", key="remove_confirm"):
             st.session_state.pop(CONFIRM, None)
-            change = unload_source(pipe.store, pending, get_settings().batch_size)
-            st.session_state[REMOVED] = (
-                f"removed {change.source!r}: {change.triples_deleted:,} triples, "
-                f"{change.entities_deleted:,} entities, {change.relations_deleted:,} relations "
-                "deleted")
+            try:
+                change = unload_source(pipe.store, pending, get_settings().batch_size,
+                                       settings=get_settings())
+            except StoreBusyError as e:  # a CLI load / unload of this store is running
+                st.session_state[REMOVED] = (False, error_line(e))
+            else:
+                st.session_state[REMOVED] = (True, (
+                    f"removed {change.source!r}: {change.triples_deleted:,} triples, "
+                    f"{change.entities_deleted:,} entities, {change.relations_deleted:,} "
+                    "relations deleted"))
             st.rerun()  # the table and the sidebar's counts as they are now
         if n.button("Cancel", key="remove_cancel"):
             st.session_state.pop(CONFIRM, None)

@@ -2,5 +2,5 @@
 // [$lo, $hi).
 MATCH (a:Entity)-[r:REL]->(b:Entity)
 WHERE ID(a) >= $lo AND ID(a) < $hi
-RETURN a.id AS src, r.rel AS rel, b.id AS dst
+RETURN a.id AS src, r.rel AS rel, b.id AS dst, r.sources AS sources
 ORDER BY src, rel, dst

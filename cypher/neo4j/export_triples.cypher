@@ -7,4 +7,4 @@ WITH a
 ORDER BY a.id
 LIMIT $limit
 OPTIONAL MATCH (a)-[r:REL]->(b:Entity)
-RETURN a.id AS src, r.rel AS rel, b.id AS dst
+RETURN a.id AS src, r.rel AS rel, b.id AS dst, r.sources AS sources

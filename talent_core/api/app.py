@@ -156,7 +156,55 @@ def background_priority(nice: int) -> None:
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     except (AttributeError, OSError) as e:
-        log.info("load jobs keep their priority: %s", e)
+        log.info("a thread keeps its priority: %s", e)
+
+
+_niced = threading.local()
+
+
+def request_priority(nice: int) -> None:
+    """Once per request thread: lower it by ``nice`` (a raised nice cannot be undone without
+    privileges, hence the model work's own threads, `ModelWorkers`)."""
+    if not getattr(_niced, "done", False):
+        _niced.done = True
+        background_priority(nice)
+
+
+class ModelWorkers:
+    """Threads of their own for the language-model work of the held slots (one per slot),
+    started with the server so they keep its CPU priority: request threads run lower
+    (TALENT_API_BROWSE_NICE) and a thread inherits its starter's, so retrieval and search
+    traffic does not slow the queued asks down."""
+
+    def __init__(self, slots: int):
+        import queue
+
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"talent-model-{i}",
+                                          daemon=True) for i in range(slots)]  # fmt: skip
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            fut, fn, args, kwargs = job
+            if fut.set_running_or_notify_cancel():
+                try:
+                    fut.set_result(fn(*args, **kwargs))
+                except BaseException as e:  # handed to the waiting request
+                    fut.set_exception(e)
+
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` on a model thread; its result (or its exception)."""
+        from concurrent.futures import Future
+
+        fut: Future[Any] = Future()
+        self._jobs.put((fut, fn, args, kwargs))
+        return fut.result()
+
+    def close(self) -> None:
+        for _ in self._threads:
+            self._jobs.put(None)
 
 
 class NoSlot:
@@ -183,6 +231,7 @@ class Runtime:
         self.settings = settings
         self.keys = KeyStore(settings.data_dir)
         self.llm = LlmSlots(settings.api_llm_slots, settings.api_llm_queue)
+        self.models = ModelWorkers(settings.api_llm_slots)
         self._factory = pipeline_factory or self._default_pipeline
         self._pipe: Any = None
         self._pipe_lock = threading.Lock()
@@ -220,8 +269,13 @@ class Runtime:
         pipe.embedder.encode(["warm up"])
         pipe.planner  # noqa: B018  (loads the planner once)
 
+    def niced(self) -> None:
+        """The calling request thread at the browse priority (see `ModelWorkers`)."""
+        request_priority(self.settings.api_browse_nice)
+
     def close(self) -> None:
         self.loads.stop()
+        self.models.close()
         if self._pipe is not None:
             self._pipe.close()
 
@@ -565,6 +619,7 @@ def create_app(settings: Settings | None = None,
     @app.post("/v1/retrieve", tags=["ask"])
     def retrieve(req: RetrieveRequest, _: Read) -> dict[str, Any]:
         """Candidate S only (the `talent retrieve --json` shape); no language model."""
+        rt.niced()
         from talent_core.commands.ask import candidate_json
 
         question, overrides = checked(req)
@@ -575,6 +630,7 @@ def create_app(settings: Settings | None = None,
     def ask(req: AskRequest, _: Read) -> Any:
         """The answer (the `talent ask --json` shape), or with ``stream`` its stages as
         Server-Sent Events: seeds, candidate, selection, plan, answer, done."""
+        rt.niced()
         question, overrides = checked(req)
         # S only needs no model: it does not queue for a slot
         slot = NoSlot() if req.mode == "retrieval" else rt.llm.admit()
@@ -604,8 +660,8 @@ def create_app(settings: Settings | None = None,
             ans = pipe.answer(cand, "retrieval", req.decode, t0=t0)
         else:
             with slot:
-                rt.ensure_models()
-                ans = pipe.answer(cand, req.mode, req.decode, t0=t0, plan=plan)
+                rt.models.run(rt.ensure_models)
+                ans = rt.models.run(pipe.answer, cand, req.mode, req.decode, t0=t0, plan=plan)
         evidence = answer_evidence(ans, pipe.store)
         fill_closest(pipe.store, pipe.embedder, ans)
         return ans, evidence
@@ -645,6 +701,7 @@ def create_app(settings: Settings | None = None,
                     slot: Slot | NoSlot) -> Iterator[str]:
         from talent_core.commands.ask import candidate_json
 
+        rt.niced()
         t0 = time.perf_counter()
         server_ms: dict[str, float] = {}
         try:
@@ -682,6 +739,7 @@ def create_app(settings: Settings | None = None,
         """OpenAI's chat completion (and its stream) for existing chat clients and SDKs: the
         last user message is the question, the answers are the content, the whole
         `talent ask --json` document travels in the extension field ``talent``."""
+        rt.niced()
         user = [m for m in req.messages if m.role == "user"]
         if not user:
             raise ApiError(422, "messages: no user message (its text is the question)",
@@ -715,6 +773,7 @@ def create_app(settings: Settings | None = None,
                 {"index": 0, "delta": delta, "finish_reason": finish}], **extra}
             return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
+        rt.niced()
         try:
             t0 = time.perf_counter()
             yield chunk({"role": "assistant", "content": ""})
@@ -739,6 +798,7 @@ def create_app(settings: Settings | None = None,
                  k: Annotated[int, Query(ge=1, le=100)] = 10) -> dict[str, Any]:
         """Entities for a typed name: exact, the linking's fuzzy matches (when the
         retrieval settings link fuzzily), fulltext, vector: the Explore page's search."""
+        rt.niced()
         from talent_core.explore import find_entities
 
         try:
@@ -760,6 +820,7 @@ def create_app(settings: Settings | None = None,
         id /v1/entities gives."""
         from talent_core.explore import EXPLORE_CAPS, one_hop
 
+        rt.niced()
         kg_id = entity_kg_id(eid)
         if kg_id is None:
             raise ApiError(404, f"{eid!r} is not an entity id (ids come from /v1/entities)")

@@ -45,7 +45,8 @@ def unload(
     settings = get_settings()
     store = open_store(settings)
     try:
-        change = unload_source(store, source, batch_size or settings.batch_size)
+        change = unload_source(store, source, batch_size or settings.batch_size,
+                               settings=settings)
     finally:
         store.close()
     if json:

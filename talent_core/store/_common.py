@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from talent_core.errors import StoreBusyError
 from talent_core.models import Edge, Entity
 from talent_core.store.base import Vector
 from talent_core.text import char_problem, key_problem
@@ -27,6 +30,51 @@ def make_private_dirs(folder: Path) -> None:
     for d in reversed(missing):
         with contextlib.suppress(FileExistsError):
             d.mkdir(mode=0o700)
+
+
+JOB_LOCK_NAME = "jobs.lock"
+_held = threading.local()
+
+
+def job_dir(store: Any, settings: Any) -> Path:
+    """Where a store's job lock lives: an embedded store's own data dir, else the
+    settings' one."""
+    return Path(getattr(store, "data_dir", None) or settings.data_dir)
+
+
+@contextlib.contextmanager
+def exclusive_job(data_dir: Path, what: str) -> Iterator[None]:
+    """Hold the data dir's job lock while a load, unload or replace runs: a second one, from
+    any process, is refused at once with StoreBusyError naming the running one. Re-entrant
+    in one thread (a replace runs a load). Per data dir: a Neo4j server shared by several
+    data dirs is not covered."""
+    key = str(Path(data_dir).absolute())
+    held: set[str] = getattr(_held, "dirs", None) or set()
+    _held.dirs = held
+    if key in held:
+        yield
+        return
+    make_private_dirs(Path(key))
+    fd = os.open(Path(key) / JOB_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another job"
+            raise StoreBusyError(
+                f"{key}: {holder} is running on this store; run this after it ends "
+                "(one load, unload or replace at a time)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def owner_only(path: str, flags: int) -> int:

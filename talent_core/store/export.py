@@ -6,15 +6,18 @@ The files follow the data model of base.py:
 
   entities.header.csv      id:ID(Entity),name:string,name_lc:string,embedding:float[]
   relations.header.csv     name:ID(Relation),embedding:float[]
-  triples.header.csv       :START_ID(Entity),:END_ID(Entity),rel:string,:TYPE
+  triples.header.csv       :START_ID(Entity),:END_ID(Entity),rel:string,sources:long[],:TYPE
+  sources.header.csv       :ID(Source),id:long,name:string,... (the Source records, issue 33)
   <kind>.part-NNNNN.csv    data, `part_rows` rows per part, no header
 
 Headers are separate from the data so parts can be split, compressed or generated in
 parallel without touching them. CSV: `,` between fields, `"` quotes (doubled inside a quoted
 field), `;` between the floats of an embedding, LF line ends; names with commas, quotes or
 newlines are quoted, so the import needs `--multiline-fields=true`. An entity without an
-embedding has an empty embedding field (no property). Embeddings are float32 written with
-9 significant digits (exact round trip).
+embedding has an empty embedding field (no property); a triple without a `sources` list (the
+`legacy` source, loaded before sources were recorded) an empty sources field, so the
+imported store keeps which loads assert each triple and can unload or replace them.
+Embeddings are float32 written with 9 significant digits (exact round trip).
 
 The store is read through Cypher in pages (cypher/<dialect>/export_*.cypher): FalkorDB by
 internal node id ranges, Neo4j by keyset on the indexed key. Everything is written into a
@@ -55,9 +58,14 @@ QUOTE = '"'
 
 ENTITY_HEADER = ["id:ID(Entity)", "name:string", "name_lc:string", "embedding:float[]"]
 RELATION_HEADER = ["name:ID(Relation)", "embedding:float[]"]
-TRIPLE_HEADER = [":START_ID(Entity)", ":END_ID(Entity)", "rel:string", ":TYPE"]
+TRIPLE_HEADER = [":START_ID(Entity)", ":END_ID(Entity)", "rel:string", "sources:long[]", ":TYPE"]
+# `:ID(Source)` without a property name: the import key only; `id` is stored as an integer
+SOURCE_HEADER = [":ID(Source)", "id:long", "name:string", "sha256:string", "format:string",
+                 "created:string", "state:string", "rows_read:long", "loaded:long",
+                 "rejected:long"]  # fmt: skip
 REL_TYPE = "REL"
-KINDS = {"entities": ENTITY_HEADER, "relations": RELATION_HEADER, "triples": TRIPLE_HEADER}
+KINDS = {"entities": ENTITY_HEADER, "relations": RELATION_HEADER, "triples": TRIPLE_HEADER,
+         "sources": SOURCE_HEADER}  # fmt: skip
 
 
 @dataclass
@@ -67,6 +75,7 @@ class ExportReport:
     entities_with_embedding: int = 0
     relations: int = 0
     triples: int = 0
+    sources: int = 0
     dimension: int | None = None
     files: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
@@ -269,8 +278,11 @@ def export_neo4j_import(
         return [r[0], format_vector(r[1])]
 
     def triple(r: Row) -> list[str] | None:
-        src, rel, dst = r[0], r[1], r[2]
-        return None if rel is None else [src, dst, rel, REL_TYPE]
+        src, rel, dst, ids = r[0], r[1], r[2], r[3]
+        if rel is None:
+            return None
+        listed = ARRAY_DELIMITER.join(str(int(i)) for i in ids) if ids else ""
+        return [src, dst, rel, listed, REL_TYPE]
 
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))  # 0700
     try:
@@ -279,12 +291,22 @@ def export_neo4j_import(
         ents = _write_kind(store, tmp, "entities", entity, total=stats.entities, **kw)
         rels = _write_kind(store, tmp, "relations", relation, total=stats.relations, **kw)
         trips = _write_kind(store, tmp, "triples", triple, total=stats.triples, **kw)
+        srcs = _PartWriter(tmp, "sources", part_rows)
+        try:
+            for rec in store.source_records():
+                d = rec.model_dump()
+                srcs.write([f"source:{rec.id}"] + ["" if d[h.split(":")[0]] is None
+                           else str(d[h.split(":")[0]]) for h in SOURCE_HEADER[1:]])
+        finally:
+            srcs.close()
         if len(dims) > 1:
             raise ExportError(f"the store holds embeddings of several dimensions: {sorted(dims)}")
         rep.entities, rep.relations, rep.triples = ents.rows, rels.rows, trips.rows
+        rep.sources = srcs.rows
         rep.dimension = dims.pop() if dims else None
         rep.files = {k: w.all_files() for k, w in
-                     (("entities", ents), ("relations", rels), ("triples", trips))}  # fmt: skip
+                     (("entities", ents), ("relations", rels), ("triples", trips),
+                      ("sources", srcs))}  # fmt: skip
         rep.seconds = round(time.perf_counter() - t0, 2)
         _write_docs(tmp, rep)
         _publish(tmp, target)
@@ -307,6 +329,7 @@ def import_command(rep: ExportReport, database: str = "neo4j") -> list[str]:
         "neo4j-admin", "database", "import", "full", database,
         "--nodes=Entity=" + ",".join(rep.files["entities"]),
         "--nodes=Relation=" + ",".join(rep.files["relations"]),
+        "--nodes=Source=" + ",".join(rep.files["sources"]),
         "--relationships=" + REL_TYPE + "=" + ",".join(rep.files["triples"]),
         f"--delimiter={DELIMITER}",
         f"--array-delimiter={ARRAY_DELIMITER}",
@@ -354,7 +377,8 @@ fi
 
 Written by `talent export --neo4j-import` from `{rep.source}`:
 {rep.entities:,} entities ({rep.entities_with_embedding:,} with an embedding),
-{rep.relations:,} catalogue relations, {rep.triples:,} triples; embedding dimension {rep.dimension}.
+{rep.relations:,} catalogue relations, {rep.triples:,} triples, {rep.sources:,} load sources;
+embedding dimension {rep.dimension}.
 
 {files}
 
@@ -362,7 +386,9 @@ Headers (one line, separate from the data parts):
 
 - `:Entity`: `{",".join(ENTITY_HEADER)}`
 - `:Relation`: `{",".join(RELATION_HEADER)}`
-- `:REL`: `{",".join(TRIPLE_HEADER)}` (type `{REL_TYPE}`, relation text in `rel`)
+- `:REL`: `{",".join(TRIPLE_HEADER)}` (type `{REL_TYPE}`, relation text in `rel`,
+  the ids of the loads asserting it in `sources`; empty: the `legacy` source)
+- `:Source`: `{",".join(SOURCE_HEADER)}` (one per load: `talent sources`)
 
 CSV: `,` between fields, `"` quotes doubled inside quoted fields, `;` between the floats of
 an embedding (float32, 9 significant digits), UTF-8, LF. Names may contain commas, quotes

@@ -14,15 +14,17 @@ from toy_store import toy_data_dir
 @pytest.fixture(scope="session")
 def api_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """TALENT_* variables of a data dir with the toy KG, the tiny model, the planner off;
-    load jobs at normal priority (a niced job waits behind a busy machine's other work, and
-    the tests poll them against a deadline)."""
+    load jobs and request threads at normal priority (niced work waits behind a busy
+    machine's other work, and the tests poll against deadlines; test_api_priority sets its
+    own)."""
     from tiny_llm import tiny_llama
 
     data = tmp_path_factory.mktemp("api")
     model = tiny_llama(data / "tiny")
     with toy_data_dir(data) as env:
         yield {**env, "TALENT_BASE_MODEL": str(model), "TALENT_PLANNER": "none",
-               "TALENT_ADAPTERS": "bundled", "TALENT_API_LOAD_NICE": "0"}
+               "TALENT_ADAPTERS": "bundled", "TALENT_API_LOAD_NICE": "0",
+               "TALENT_API_BROWSE_NICE": "0"}
 
 
 @pytest.fixture(scope="session")

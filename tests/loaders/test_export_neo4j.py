@@ -168,8 +168,8 @@ def test_export_round_trip(embedded_store, tmp_path):
     assert e["props"] == {"id": "string", "name": "string", "name_lc": "string",
                           "embedding": "float[]"}  # fmt: skip
     assert r["props"] == {"name": "string", "embedding": "float[]"}
-    assert (t["start"], t["end"], t["type"], t["props"]) == ("Entity", "Entity", True,
-                                                             {"rel": "string"})  # fmt: skip
+    assert (t["start"], t["end"], t["type"], t["props"]) == (
+        "Entity", "Entity", True, {"rel": "string", "sources": "long[]"})  # fmt: skip
 
     # entities: the same ids, names, keys and vectors
     got = {row[0]: row for row in ents}
@@ -197,7 +197,7 @@ def test_export_round_trip(embedded_store, tmp_path):
         np.testing.assert_allclose(rgot[n], v, atol=1e-6)
 
     # triples: the fixture's and the odd ones, every endpoint an exported entity
-    triples = {(s, rel, d) for s, d, rel, typ in tris}
+    triples = {(s, rel, d) for s, d, rel, _, typ in tris}
     assert {typ for *_, typ in tris} == {"REL"}
     kb = {tuple(x.split("|")) for x in (FIXTURES / "metaqa" / "kb.txt").read_text().split("\n")
           if x}  # fmt: skip
@@ -205,12 +205,24 @@ def test_export_round_trip(embedded_store, tmp_path):
     assert len(tris) == len(triples) == st.triples
     assert {x for s, _, d in triples for x in (s, d)} <= set(got)
 
+    # sources (issue 33): each triple's loads; the legacy ones (written without a load) empty
+    listed = {(s, rel, d): ids for s, d, rel, ids, _ in tris}
+    (kb_source,) = store.source_records()
+    assert {listed[x] for x in kb} == {str(kb_source.id)}
+    assert {listed[(x.src, x.rel, x.dst)] for x in odd_edges} == {""}
+    h_src, srcs = read_kind(out, rep.files["sources"])
+    assert validate_header(h_src, "nodes")["id"] == (None, "Source")
+    want = kb_source.model_dump()
+    assert srcs == [["source:1"] + [str(want[h.split(":")[0]]) for h in h_src[1:]]]
+    assert rep.sources == 1
+
     # import.sh / README / manifest: the exact command, the schema step, the honest note
     script = (out / "import.sh").read_text()
     args = shlex.split(script.split("\n\n")[1].replace("\\\n", " ").replace('"$DATABASE"', "db"))
     assert args[:5] == ["neo4j-admin", "database", "import", "full", "db"]
     assert "--nodes=Entity=" + ",".join(rep.files["entities"]) in args
     assert "--relationships=REL=" + ",".join(rep.files["triples"]) in args
+    assert "--nodes=Source=" + ",".join(rep.files["sources"]) in args
     assert {"--array-delimiter=;", "--multiline-fields=true", "--delimiter=,"} <= set(args)
     assert "--param 'dimension => 16' -f schema.cypher" in script
     assert "CREATE VECTOR INDEX entity_embedding" in (out / "schema.cypher").read_text()

@@ -92,6 +92,11 @@ def test_neo4j_admin_imports_the_export(embedded_store, tmp_path, scratch_env):
                    dst.triples_among([x for e in odd_edges for x in (e.src, e.dst)],
                                      sorted({e.rel for e in odd_edges}))}  # fmt: skip
             assert {(e.src, e.rel, e.dst) for e in odd_edges} <= got
+            # the sources (issue 33): the same records, each triple's loads kept
+            assert dst.source_records() == src.source_records()
+            assert dst.source_counts() == src.source_counts()
+            (kb,) = src.source_records()
+            assert dst.source_triples(kb.id) == src.source_triples(kb.id)
             # the schema after the import (import.sh's cypher-shell step, here the store's)
             dst.ensure_schema(DIM)
             assert dst.top_entities(va["odd:mixed"], 1)[0].entity.id == "odd:mixed"

@@ -41,7 +41,7 @@ def graph(store) -> dict:
     ents = {r[0]: (r[1], tuple(round(float(x), 5) for x in r[3]))
             for page in _pages(store, "entities", 1000) for r in page}  # fmt: skip
     rels = sorted(r[0] for page in _pages(store, "relations", 1000) for r in page)
-    triples = sorted(tuple(r) for page in _pages(store, "triples", 1000) for r in page)
+    triples = sorted(tuple(r[:3]) for page in _pages(store, "triples", 1000) for r in page)
     return {"entities": ents, "relations": rels, "triples": triples,
             "stats": store.stats().model_dump(exclude={"store"})}  # fmt: skip
 
@@ -192,6 +192,35 @@ def test_cli_sources_unload_and_replace(tmp_path, parts):
     assert json.loads(r.stdout)["names"] == 0
     r = talent(["stats", "--json"], data)
     assert json.loads(r.stdout)["triples"] == 60
+
+
+def test_one_job_at_a_time_per_store(tmp_path, parts):
+    """A load, unload or replace beside another one of the same data dir (another process:
+    here one holding the lock as a `talent load` would) is refused at once, naming the
+    running one, and nothing is written; after it ends, the same command runs."""
+    data = tmp_path / "data"
+    r = talent(["load", str(parts[0]), "--format", "metaqa"], data)
+    assert r.returncode == 0, r.stderr
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from talent_core.store._common import "
+         "exclusive_job\nwith exclusive_job(sys.argv[1], 'talent load big.txt'):\n"
+         "    print('held', flush=True); time.sleep(120)", str(data)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        busy = f"pid {holder.pid} (talent load big.txt) is running on this store"
+        for args in (["load", str(parts[1]), "--format", "metaqa"], ["unload", "part1.txt"],
+                     ["load", str(parts[1]), "--format", "metaqa", "--replace", "part1.txt"]):
+            r = talent(args, data)
+            assert r.returncode == 1 and busy in r.stderr, (args, r.stderr)
+        r = talent(["sources", "--json"], data)  # reading is not a job
+        assert [(s["name"], s["triples"]) for s in json.loads(r.stdout)["sources"]] == [
+            ("part1.txt", 80)]  # nothing of the refused ones was written
+    finally:
+        holder.kill()
+        holder.wait()
+    r = talent(["unload", "part1.txt"], data)
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("rebuild", [True, False])
