@@ -125,6 +125,8 @@ def run_clients(base: str, key: str, qs: list[str], clients: int, seconds: float
         # stage under load is CPU contention, a slower total with the same stages is waiting
         "ask_stage_ms_median": {k: round(statistics.median(t[k] for t in stages if k in t), 1)
                                 for k in sorted({k for t in stages for k in t})},
+        "ask_stage_ms_mean": {k: round(statistics.fmean(t[k] for t in stages if k in t), 1)
+                              for k in sorted({k for t in stages for k in t})},
     }
 
 
@@ -179,8 +181,9 @@ def main() -> None:
     def sample(pid: int) -> None:
         p = psutil.Process(pid)
         while not done.wait(0.5):
-            try:
-                rss.append(p.memory_info().rss)
+            try:  # the server and its model process(es)
+                rss.append(p.memory_info().rss + sum(
+                    c.memory_info().rss for c in p.children() if "redis" not in c.name()))
             except psutil.Error:
                 return
 

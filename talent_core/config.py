@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     # work runs on threads of its own at the server's priority, so on a busy machine the
     # queued asks keep their pace (0: everything at one priority)
     api_browse_nice: int = Field(10, ge=0, le=19)
+    # the language models in a child process per model slot (an interpreter of their own:
+    # the request threads' Python work does not hold them back); false: in the server's
+    api_model_process: bool = True
     # load the models when the server starts (else on the first ask)
     api_preload: bool = False
     # a running `talent serve` for `talent ask` and the UI to use instead of loading the

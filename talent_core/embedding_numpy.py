@@ -78,13 +78,25 @@ def _check_model(root: Path) -> tuple[dict, int]:
     return cfg, max_len  # type: ignore[return-value]
 
 
+_PARTNERS: set[int] = set()  # processes whose threads count as this process's own
+
+
+def share_cores_with(pid: int) -> None:
+    """Count the running threads of process ``pid`` as this process's own in `free_cores`:
+    the model process of `talent serve` and its server are one application (its request
+    threads run at a lower priority than the model work; they are not a busy neighbour)."""
+    _PARTNERS.add(int(pid))
+
+
 def _own_running() -> int:
     """This process's threads in state R (/proc/self/task/*/stat): the caller, and BLAS
-    threads still spinning after the last call."""
+    threads still spinning after the last call (and those of `share_cores_with`'s)."""
     n = 0
-    for stat in Path("/proc/self/task").glob("*/stat"):
-        with contextlib.suppress(OSError):
-            n += stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1][:3] == " R "
+    for root in ("self", *map(str, _PARTNERS)):
+        for stat in Path(f"/proc/{root}/task").glob("*/stat"):
+            with contextlib.suppress(OSError):
+                n += stat.read_text(encoding="ascii",
+                                    errors="replace").rsplit(")", 1)[1][:3] == " R "
     return max(n, 1)
 
 

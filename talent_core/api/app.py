@@ -59,6 +59,7 @@ from talent_core.api.schemas import (
     entity_token,
 )
 from talent_core.api.sources import router as sources_router
+from talent_core.api.workers import ModelWorkers
 from talent_core.config import Settings, get_settings
 from talent_core.errors import (
     ApiKeyError,
@@ -164,47 +165,10 @@ _niced = threading.local()
 
 def request_priority(nice: int) -> None:
     """Once per request thread: lower it by ``nice`` (a raised nice cannot be undone without
-    privileges, hence the model work's own threads, `ModelWorkers`)."""
+    privileges, hence the model work's own threads, `workers.ModelWorkers`)."""
     if not getattr(_niced, "done", False):
         _niced.done = True
         background_priority(nice)
-
-
-class ModelWorkers:
-    """Threads of their own for the language-model work of the held slots (one per slot),
-    started with the server so they keep its CPU priority: request threads run lower
-    (TALENT_API_BROWSE_NICE) and a thread inherits its starter's, so retrieval and search
-    traffic does not slow the queued asks down."""
-
-    def __init__(self, slots: int):
-        import queue
-
-        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"talent-model-{i}",
-                                          daemon=True) for i in range(slots)]  # fmt: skip
-        for t in self._threads:
-            t.start()
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fut, fn, args, kwargs = job
-            if fut.set_running_or_notify_cancel():
-                try:
-                    fut.set_result(fn(*args, **kwargs))
-                except BaseException as e:  # handed to the waiting request
-                    fut.set_exception(e)
-
-    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """``fn(*args, **kwargs)`` on a model thread; its result (or its exception)."""
-        from concurrent.futures import Future
-
-        fut: Future[Any] = Future()
-        self._jobs.put((fut, fn, args, kwargs))
-        return fut.result()
-
-    def close(self) -> None:
-        for _ in self._threads:
-            self._jobs.put(None)
 
 
 class NoSlot:
@@ -231,8 +195,12 @@ class Runtime:
         self.settings = settings
         self.keys = KeyStore(settings.data_dir)
         self.llm = LlmSlots(settings.api_llm_slots, settings.api_llm_queue)
-        self.models = ModelWorkers(settings.api_llm_slots)
         self._factory = pipeline_factory or self._default_pipeline
+        # the default pipeline's models run in child processes; an injected one's in-thread
+        in_process = pipeline_factory is not None or not settings.api_model_process
+        self.models = ModelWorkers(settings.api_llm_slots,
+                                   settings=None if in_process else settings,
+                                   pipe=lambda: self.pipe)  # fmt: skip
         self._pipe: Any = None
         self._pipe_lock = threading.Lock()
         self._models_lock = threading.Lock()
@@ -252,19 +220,10 @@ class Runtime:
                     self._pipe = self._factory()
         return self._pipe
 
-    def ensure_models(self) -> None:
-        """The language models, loaded once (a second request waits for the first load)."""
-        pipe = self.pipe
-        if not pipe.models_loaded:
-            with self._models_lock:
-                t0 = time.perf_counter()
-                pipe.load_models()
-                log.info("models loaded in %.1f s", time.perf_counter() - t0)
-
     def warm(self) -> None:
-        """Load what the first ask would (TALENT_API_PRELOAD): the language models, the
-        planner and the query embedder (one encode loads its weights)."""
-        self.ensure_models()
+        """Load what the first ask would (TALENT_API_PRELOAD): the language models (in the
+        model workers), the planner and the query embedder (one encode loads its weights)."""
+        self.models.warm()
         pipe = self.pipe
         pipe.embedder.encode(["warm up"])
         pipe.planner  # noqa: B018  (loads the planner once)
@@ -604,7 +563,7 @@ def create_app(settings: Settings | None = None,
         except Exception as e:
             raise ApiError(503, f"the store is not ready: {type(e).__name__}: {e}") from None
         return {"ready": True, "store": stats.store, "triples": stats.triples,
-                "models_loaded": bool(rt.pipe.models_loaded),
+                "models_loaded": rt.models.models_loaded,
                 "llm": {"slots": rt.llm.slots, "running": rt.llm.running,
                         "admitted": rt.llm.admitted, "queue": rt.llm.queue,
                         "busy_s": round(rt.llm.busy_s, 2)}}
@@ -659,9 +618,14 @@ def create_app(settings: Settings | None = None,
         if req.mode == "retrieval":
             ans = pipe.answer(cand, "retrieval", req.decode, t0=t0)
         else:
+            waited = time.perf_counter()
             with slot:
-                rt.models.run(rt.ensure_models)
-                ans = rt.models.run(pipe.answer, cand, req.mode, req.decode, t0=t0, plan=plan)
+                held = time.perf_counter()
+                ans = rt.models.answer(cand, req.mode, req.decode, t0=t0, plan=plan)
+                done = time.perf_counter()
+            # the server's side of the model queue: waiting for a slot, holding it
+            ans.timings_ms["model_queue"] = round((held - waited) * 1000, 1)
+            ans.timings_ms["model_slot"] = round((done - held) * 1000, 1)
         evidence = answer_evidence(ans, pipe.store)
         fill_closest(pipe.store, pipe.embedder, ans)
         return ans, evidence

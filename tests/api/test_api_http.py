@@ -254,3 +254,39 @@ def test_an_unexpected_failure_is_a_json_500(api_env, api_keys):
         assert err["code"] == "internal" and "RuntimeError" in err["message"]
         assert "store exploded" not in err["message"]  # details stay in the server log
         assert error_of(c.get("/readyz", headers=auth(api_keys["read"])), 503)
+
+
+def test_the_models_answer_in_a_child_process_that_restarts(client, api_keys):
+    """The default server keeps its language models in a child process per slot. One found
+    dead (an out-of-memory kill between asks) is started again for the next ask; one that
+    dies while answering fails that ask with 503, and the next ask is answered."""
+    import os
+    import signal
+    import threading
+
+    h = auth(api_keys["read"])
+    assert client.post("/v1/ask", json=Q, headers=h).status_code == 200
+    rt = client.app.state.runtime
+    assert rt.models.process and client.get("/readyz", headers=h).json()["models_loaded"]
+    (first,) = rt.models.children.values()
+    assert first.is_alive() and first.pid != os.getpid()
+    os.kill(first.pid, signal.SIGKILL)
+    first.join(10)
+    got: dict = {}
+    asking = threading.Thread(target=lambda: got.update(r=client.post("/v1/ask", json=Q,
+                                                                       headers=h)))
+    asking.start()
+    deadline = time.time() + 60  # a new child starts and loads the models: kill it then
+    while not (rt.llm.running and rt.models.children["talent-model-0"].pid != first.pid):
+        assert time.time() < deadline
+        time.sleep(0.01)
+    second = rt.models.children["talent-model-0"]
+    os.kill(second.pid, signal.SIGKILL)
+    asking.join(60)
+    assert error_of(got["r"], 503)["code"] == "unavailable"
+    assert "restarts" in got["r"].json()["error"]["message"]
+    r = client.post("/v1/ask", json=Q, headers=h)
+    assert r.status_code == 200 and r.json()["answer"]
+    third = rt.models.children["talent-model-0"]
+    assert third.pid not in (first.pid, second.pid) and third.is_alive()
+    assert not rt.llm.admitted and not rt.llm.running  # every slot given back

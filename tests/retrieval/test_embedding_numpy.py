@@ -144,3 +144,24 @@ def test_forward_runs_with_the_free_cores_then_restores(monkeypatch, embedders):
     fast.encode(["who directed Gravity"])
     assert seen == [{1}]
     assert blas_threads() == before
+
+
+def test_a_partner_process_threads_count_as_our_own():
+    """`talent serve`'s model process counts the server's running threads as its own (one
+    application), not as a busy neighbour that would cut its threads."""
+    import subprocess
+    import sys
+    import time
+
+    from talent_core import embedding_numpy as en
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # a busy loop is always runnable (state R)
+        before = en._own_running()
+        en.share_cores_with(busy.pid)
+        assert en._own_running() >= before + 1
+    finally:
+        en._PARTNERS.discard(busy.pid)
+        busy.kill()
+        busy.wait()
