@@ -687,6 +687,8 @@ def create_app(settings: Settings | None = None,
             yield sse("answer", {k: out[k] for k in (
                 "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
                 "frozen", "generator", "not_in_kg", "links", "method")})
+            if req.view is not None:
+                yield sse("view", _view(ans, req, question))
             yield sse("done", {"timings_ms": out["timings_ms"], "server_ms": server_ms})
         except TalentError as e:
             yield sse("error", {"error": {"code": "invalid_request", "message": str(e)}})

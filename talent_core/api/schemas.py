@@ -26,10 +26,11 @@ class RetrieveRequest(_Strict):
 class AskRequest(RetrieveRequest):
     """A question to answer; ``stream``: Server-Sent Events in stage order instead of one
     JSON document (the `talent ask --json` shape); ``mode`` "retrieval": S only, no model
-    slot. ``view`` (not streamed): the document also carries ``talent_view``, the pipeline's
-    own Answer model ("cli": what `talent ask` prints from) and for "ui" what the Ask page
-    draws beside it (every answer's evidence, out-of-candidate joins, topics not in the KG),
-    so that neither loads a model of its own."""
+    slot. ``view``: the document also carries ``talent_view`` (streamed: a ``view`` event
+    after ``answer``), the pipeline's own Answer model ("cli": what `talent ask` prints
+    from) and for "ui" what the Ask page draws beside it (every answer's evidence,
+    out-of-candidate joins, topics not in the KG), so that neither loads a model of its
+    own."""
 
     mode: Literal["full", "no-retriever", "retrieval"] = "full"
     decode: Literal["ranked", "free"] | None = None

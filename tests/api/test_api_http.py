@@ -104,6 +104,15 @@ def test_streamed_ask_sends_the_stages_in_order(client, api_keys):
     assert data["done"]["server_ms"]["retrieved"] <= data["done"]["server_ms"]["answered"]
     rt = client.app.state.runtime
     assert rt.llm.admitted == 0 and rt.llm.running == 0  # the slot was given back
+    # with a view: the same stages and the view the non-streamed document carries
+    with client.stream("POST", "/v1/ask", headers=auth(api_keys["read"]),
+                       json={**Q, "stream": True, "view": "ui"}) as r:
+        viewed = sse_events(r.read().decode())
+    assert [e for e, _ in viewed] == STAGES[:-1] + ["view", "done"]
+    whole = client.post("/v1/ask", headers=auth(api_keys["read"]), json={**Q, "view": "ui"})
+    view, want = dict(viewed)["view"], whole.json()["talent_view"]
+    assert set(view) == set(want) and view["answer"]["answer"] == want["answer"]["answer"]
+    assert view["evidence"] == want["evidence"] and view["topics"] == want["topics"]
 
 
 def test_full_model_queue_is_a_429(client, api_keys):
