@@ -81,7 +81,7 @@ def plan_paths(planner: PlannerModel | None, known: set[str], embedder: Embedder
                     planner.weight.shape[1], len(x))
     elif not planner.zero_shot:
         p = planner.probabilities(x)
-        index = {t: i for i, t in enumerate(planner.paths)}
+        index = planner.path_index
         types = trained_types(planner, p, first, known)
         ends = {}
         for batch in (types[: planner.consider], types[planner.consider: 3 * planner.consider]):

@@ -54,6 +54,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,11 @@ class PlannerModel:
     @property
     def relations(self) -> set[str]:
         return {r for p in self.paths for r in p}
+
+    @cached_property
+    def path_index(self) -> dict[PathT, int]:
+        """Each trained path type's row in `probabilities` (built once, not per question)."""
+        return {t: i for i, t in enumerate(self.paths)}
 
     @property
     def answer_weight(self) -> float:
