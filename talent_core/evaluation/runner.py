@@ -42,6 +42,7 @@ from talent_core.text import answer_key
 if TYPE_CHECKING:
     from talent_core.llm.retriever import RetrieverModel
     from talent_core.pipeline import Mode, Pipeline
+    from talent_core.planning import Plan
 
 log = logging.getLogger(__name__)
 
@@ -161,21 +162,27 @@ class Runner:
         self.pipe = pipe
         self.sweeps = list(sweeps)
         self._item: str | None = None
-        self._cands: dict[str, Candidate] = {}
+        self._cands: dict[str, tuple[Candidate, Plan | None]] = {}
         self._retrievers: dict[str, RetrieverModel] = {}
         self.retrievals = 0  # candidate retrievals run (the cache's misses)
 
     def candidate(self, item: Item, point: Point, **retrieval: Any) -> Candidate:
         """The candidate of ``retrieval`` (RetrievalConfig overrides; the retriever defaults
         to pcst) at ``point``."""
+        return self.planned(item, point, **retrieval)[0]
+
+    def planned(self, item: Item, point: Point, **retrieval: Any
+                ) -> tuple[Candidate, Plan | None]:
+        """`candidate` and the plan retrieval made for it (answered without planning
+        again), cached together."""
         if item.id != self._item:
             self._item, self._cands = item.id, {}
         overrides = {"method": "pcst", **retrieval_overrides(point), **retrieval}
         key = json.dumps(overrides, sort_keys=True)
         if key not in self._cands:
             self.retrievals += 1
-            self._cands[key] = self.pipe.retrieve(item.rec.question,
-                                                  item.rec.topic_entities or None, **overrides)
+            self._cands[key] = self.pipe.retrieve_planned(
+                item.rec.question, item.rec.topic_entities or None, **overrides)
         return self._cands[key]
 
     def retriever(self, mode: str, point: Point) -> RetrieverModel | None:
@@ -207,12 +214,12 @@ class Runner:
         ``retrieval`` at ``point``), then `Pipeline.answer` (mode ``retrieval``: no language
         model; ``frozen``: the base model selects). ``total`` = the candidate's retrieval +
         the stages after it."""
-        cand = (item.graph if item.graph is not None
-                else self.candidate(item, point, **(retrieval or {})))
+        cand, plan = ((item.graph, None) if item.graph is not None
+                      else self.planned(item, point, **(retrieval or {})))
         pipe_mode: Mode = ("retrieval" if mode == "retrieval" else
                            "no-retriever" if mode == "no-retriever" else "full")
         ans = self.pipe.answer(cand, pipe_mode, decode,
-                               retriever=self.retriever(mode, point))
+                               retriever=self.retriever(mode, point), plan=plan)
         timings = {**ans.timings_ms, "total": cand.timings_ms.get("total", 0.0)
                    + ans.timings_ms["total"]}
         return ans.model_copy(update={"timings_ms": timings})
