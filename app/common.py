@@ -49,9 +49,10 @@ def default_pipeline() -> Pipeline:
 
 
 def api_client() -> ApiClient | None:
-    """The `talent serve` the Ask page answers through (TALENT_API_URL with TALENT_API_KEY):
-    its models answer, none load in this process; None: the page answers in-process. The
-    one place the choice is made; the store is still read here (the other pages, browsing)."""
+    """The `talent serve` the Ask page answers through and the Explore page browses through
+    (TALENT_API_URL with TALENT_API_KEY): its models answer, none load in this process;
+    None: the pages work in-process. The one place the choice is made; the Load and
+    Evaluate pages still open the store here."""
     return ApiClient.from_settings(get_settings(), discover=False)
 
 

@@ -363,12 +363,16 @@ def one_hop(store: GraphReader, entity_id: str, caps: ExpansionCaps) -> Subgraph
     return store.neighbourhood([entity_id], 1, caps)
 
 
+def limit_caps(n: int) -> ExpansionCaps:
+    """The caps of an entity's first ``n`` neighbours (by the store's stable key)."""
+    return ExpansionCaps(fanout=n, max_nodes=n + 1, max_edges=n)
+
+
 def expand_step(store: GraphReader, entity_id: str, times: int) -> Subgraph:
     """What the ``times``-th click on a node shows of its neighbours: the first ``times`` x
     `EXPAND_STEP` (chosen by the store's stable key, so each click adds to the last);
     ``truncated``: more remain."""
-    n = EXPAND_STEP * max(1, times)
-    return one_hop(store, entity_id, ExpansionCaps(fanout=n, max_nodes=n + 1, max_edges=n))
+    return one_hop(store, entity_id, limit_caps(EXPAND_STEP * max(1, times)))
 
 
 def out_of_candidate_joins(store: GraphReader, answer: Answer) -> list[Hop]:

@@ -4,11 +4,14 @@ neighbours, and carry the entity to Ask."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from talent_core.explore import EXPLORE_CAPS, find_entities, one_hop
 from talent_core.models import Entity
 from talent_core.ui.common import (
+    api_client,
     default_pipeline,
     graph,
     graph_ids,
@@ -22,8 +25,14 @@ from talent_core.ui.safe import error_line, plain
 
 def page() -> None:
     st.title("Explore the KG")
-    pipe = default_pipeline()
-    store_caption(pipe)
+    client = api_client()
+    if client is None:
+        pipe = default_pipeline()
+        store_caption(pipe)
+        reader: Any = pipe.store
+    else:  # browsing through the API server: this process opens no store
+        st.caption(plain(f"Browsing through the API server at {client.url}"))
+        reader = client
     text = st.text_input("Find an entity by name", key="explore_query",
                          placeholder="e.g. Gravity, Tom Cruise, m.0abc")
     if not text.strip():
@@ -32,10 +41,13 @@ def page() -> None:
         return
     with st.spinner("Searching (the first search loads the embedding model)…"):
         try:
-            cfg = pipe.retrieval
-            found = find_entities(pipe.store, pipe.embedder, text, k=10,
-                                  fuzzy_threshold=cfg.link_threshold  # type: ignore[attr-defined]
-                                  if cfg.fuzzy_link else None)  # type: ignore[attr-defined]
+            if client is not None:
+                found = client.entities(text, k=10)
+            else:
+                cfg = pipe.retrieval
+                found = find_entities(pipe.store, pipe.embedder, text, k=10,
+                                      fuzzy_threshold=cfg.link_threshold  # type: ignore[attr-defined]
+                                      if cfg.fuzzy_link else None)  # type: ignore[attr-defined]
         except Exception as e:
             st.error(plain(error_line(e)))
             return
@@ -53,7 +65,11 @@ def page() -> None:
         state.clear()
         state.update(centre=entity.id, extra=Extra())
     extra: Extra = state["extra"]
-    sub = one_hop(pipe.store, entity.id, EXPLORE_CAPS)
+    try:
+        sub = one_hop(reader, entity.id, EXPLORE_CAPS)
+    except Exception as e:  # the server went away, or the entity with a load
+        st.error(plain(error_line(e)))
+        return
     rels = sorted({e.rel for e in sub.edges} | {r for _, r, _ in extra.edges})
     c1, c2 = st.columns([3, 1])
     key, default = f"rels-{entity.id}", rels
@@ -76,7 +92,7 @@ def page() -> None:
     legend(roles_present(els), edges=False)
     clicked = graph(els, key=key, height=480)
     if clicked:
-        added, more = extra.expand(pipe.store, clicked)
+        added, more = extra.expand(reader, clicked)
         st.toast(f"{added} nodes/edges added" + ("; double-click it again for more" if more
                                                   else ""))
         st.rerun()

@@ -781,16 +781,18 @@ def create_app(settings: Settings | None = None,
                       how=m.how, score=m.score).model_dump() for m in found[:k]]}
 
     @app.get("/v1/entities/{eid}/neighbours", tags=["browse"])
-    def neighbours(eid: str, _: Read) -> Neighbours:
+    def neighbours(eid: str, _: Read,
+                   limit: Annotated[int | None, Query(ge=1, le=1000)] = None) -> Neighbours:
         """One entity's 1-hop neighbourhood (the Explore page's caps); ``eid``: the opaque
-        id /v1/entities gives."""
-        from talent_core.explore import EXPLORE_CAPS, one_hop
+        id /v1/entities gives; ``limit``: its first ``limit`` neighbours by the store's
+        stable key instead (the Explore graph's "more" on a double-click)."""
+        from talent_core.explore import EXPLORE_CAPS, limit_caps, one_hop
 
         rt.niced()
         kg_id = entity_kg_id(eid)
         if kg_id is None:
             raise ApiError(404, f"{eid!r} is not an entity id (ids come from /v1/entities)")
-        sub = one_hop(rt.pipe.store, kg_id, EXPLORE_CAPS)
+        sub = one_hop(rt.pipe.store, kg_id, EXPLORE_CAPS if limit is None else limit_caps(limit))
         names = {n.id: n.name for n in sub.nodes}
         if kg_id not in names:
             raise ApiError(404, "no such entity in the store")

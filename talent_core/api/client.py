@@ -20,10 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from talent_core.api.schemas import entity_token
 from talent_core.config import Settings
 from talent_core.errors import ApiClientError
-from talent_core.explore import Evidence, Hop
-from talent_core.models import Answer, Entity, StoreStats
+from talent_core.explore import EXPLORE_CAPS, EntityMatch, Evidence, Hop
+from talent_core.models import Answer, Edge, Entity, StoreStats, Subgraph
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,28 @@ class ApiClient:
 
     def stats(self) -> StoreStats:
         return StoreStats.model_validate(self._call("GET", "/v1/stats"))
+
+    def entities(self, q: str, k: int = 10) -> list[EntityMatch]:
+        """GET /v1/entities: the entities for a typed name (`explore.find_entities`)."""
+        from urllib.parse import urlencode
+
+        out = self._call("GET", "/v1/entities?" + urlencode({"q": q, "k": k}))
+        return [EntityMatch(entity=Entity(id=e["kg_id"], name=e["name"]), how=e["how"],
+                            score=e["score"]) for e in out["entities"]]  # fmt: skip
+
+    def neighbourhood(self, ids: list[str], hops: int, caps: Any) -> Subgraph:
+        """GET /v1/entities/{id}/neighbours as the store's `neighbourhood` of one entity,
+        one hop (what the Explore page reads: `explore.one_hop`, `expand_step`), so that page
+        browses through the server."""
+        if len(ids) != 1 or hops != 1:
+            raise ApiClientError("the API gives one entity's 1-hop neighbours")
+        query = "" if caps == EXPLORE_CAPS else f"?limit={int(caps.fanout)}"
+        out = self._call("GET", f"/v1/entities/{entity_token(ids[0])}/neighbours{query}")
+        kg = {n["id"]: n["kg_id"] for n in out["nodes"]}
+        return Subgraph(nodes=[Entity(id=n["kg_id"], name=n["name"]) for n in out["nodes"]],
+                        edges=[Edge(src=kg[e["src"]], rel=e["rel"], dst=kg[e["dst"]])
+                               for e in out["edges"]],
+                        truncated=out["truncated"])
 
     def ask(self, question: str, topic_entities: list[str] | None = None, mode: str = "full",
             decode: str | None = None, view: str = "cli", **retrieval: Any) -> RemoteAnswer:

@@ -114,3 +114,34 @@ def test_a_named_server_that_cannot_be_reached_is_an_error(api_env, api_keys):
     assert out.returncode == 2 and f"cannot reach talent serve at {url}" in out.stderr
     out = talent_ask(api_env, "--json", url=url)
     assert out.returncode == 2 and "TALENT_API_KEY is not set" in out.stderr
+
+
+def test_the_client_browses_as_the_store_does(api_env, api_keys, served):
+    """`ApiClient.entities` / `.neighbourhood` (the Explore page in API mode) give what the
+    library gives on the store: the same matches, neighbours, and the first-n "more"."""
+    from talent_core.api.client import ApiClient
+    from talent_core.config import Settings
+    from talent_core.explore import EXPLORE_CAPS, expand_step, find_entities, limit_caps, one_hop
+    from talent_core.pipeline import Pipeline
+
+    base, _ = served
+    client = ApiClient(base, api_keys["read"])
+    pipe = Pipeline(settings=Settings(data_dir=Path(api_env["TALENT_DATA_DIR"]),
+                                      _env_file=None))  # fmt: skip
+    try:
+        local = find_entities(pipe.store, pipe.embedder, "Gravity", k=5,
+                              fuzzy_threshold=pipe.retrieval.link_threshold
+                              if pipe.retrieval.fuzzy_link else None)  # fmt: skip
+        remote = client.entities("Gravity", k=5)
+        assert [(m.entity.id, m.how) for m in remote] == [(m.entity.id, m.how) for m in local]
+        for got, want in ((one_hop(client, "Gravity", EXPLORE_CAPS),
+                           one_hop(pipe.store, "Gravity", EXPLORE_CAPS)),
+                          (expand_step(client, "Gravity", 1),
+                           expand_step(pipe.store, "Gravity", 1))):
+            assert got.node_ids() == want.node_ids() and got.truncated == want.truncated
+            assert {(e.src, e.rel, e.dst) for e in got.edges} == {
+                (e.src, e.rel, e.dst) for e in want.edges}
+        first = client.neighbourhood(["Gravity"], 1, limit_caps(1))
+        assert len(first.nodes) == 2 and first.truncated
+    finally:
+        pipe.close()

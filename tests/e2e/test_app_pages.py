@@ -318,6 +318,18 @@ def test_ask_page_answers_through_a_real_api_server(use_toy, tmp_path, monkeypat
         _ok(at)
         warn = [w.value for w in at.warning if "not in the KG" in w.value]
         assert warn and "Tom Hanks" in warn[0] and "Closest names" in warn[0], warn
+        # Explore browses through the server: a search or a store read here would fail
+        import talent_core.explore as explore_mod
+
+        def not_here(*a, **k):
+            raise AssertionError("the Explore page searched the store in the UI process")
+
+        monkeypatch.setattr(explore_mod, "find_entities", not_here)
+        at = explore("Gravity")
+        _ok(at)
+        assert any(f"API server at {url}" in c.value.replace("\\", "") for c in at.caption)
+        edges = at.dataframe[0].value
+        assert "Alfonso Cuarón" in set(edges["dst"]) | set(edges["src"])
     finally:
         proc.terminate()
         proc.wait(timeout=30)
