@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, int]] = [
     ("talent_core.evaluation", 5),
     ("talent_core.training", 5),
     ("talent_core.pipeline", 4),
+    ("talent_core.stance", 4),  # the stance task over the pipeline
     ("talent_core.answer", 4),
     ("talent_core.planning", 4),
     ("talent_core.explore", 3),

@@ -143,6 +143,15 @@ class Pipeline:
         """(RetrieverModel, GeneratorModel) on one base model, loaded on first use."""
         return self.load_models()
 
+    def use_models(self, retriever: RetrieverModel, generator: GeneratorModel,
+                   adapters: bool = True) -> None:
+        """Answer with these models from now on (e.g. the frozen base model prompted for
+        another task, on the same loaded weights); ``adapters`` False: they carry none, and
+        the pipeline no longer names adapter directories."""
+        self._models = (retriever, generator)
+        if not adapters:
+            self.retriever_dir = self.generator_dir = None
+
     def load_models(self, on_stage: Stage | None = None
                     ) -> tuple[RetrieverModel, GeneratorModel]:
         """`models`, with ``on_stage(what, done, total)`` called as loading proceeds."""

@@ -481,6 +481,75 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         st.dataframe([s.model_dump() for s in cand.seeds], width="stretch")
 
 
+TASKS = ["Question", "Stance (ExplaGraphs)"]
+GRAPH_HELP = ("The arguments' explanation graph, ExplaGraphs' format: "
+              "(concept; relation; concept)(concept; relation; concept)…")
+
+
+def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
+    """The stance task: two arguments (and their explanation graph, optional) -> support /
+    counter with per-label scores and the evidence (`talent_core.stance`); answered in this
+    process (the API server has no stance endpoint)."""
+    from talent_core.stance import StanceRequest, answer_stance
+
+    arg1 = st.text_area("Argument 1", key="stance_arg1", height=68,
+                        placeholder="e.g. Cannabis should be legal.")
+    arg2 = st.text_area("Argument 2", key="stance_arg2", height=68,
+                        placeholder="e.g. It's not a bad thing to make marijuana more available.")
+    graph_text = st.text_area("Explanation graph (optional)", key="stance_graph", height=68,
+                              help=GRAPH_HELP, placeholder="(cannabis; synonym of; marijuana)"
+                              "(legal; causes; more available)")
+    use_kg = st.checkbox("With no graph given, retrieve one from the loaded KG", value=True,
+                         key="stance_use_kg", help="Off, or when the KG gives nothing: the "
+                         "stance is decided without a graph, and the answer says so.")
+    if client is not None:
+        st.caption("The stance task is answered in this process (the API server has no "
+                   "stance endpoint): the sidebar's adapters apply.")
+    if st.button("Decide stance", type="primary", key="stance_ask"):
+        if not (arg1.strip() and arg2.strip()):
+            st.session_state.pop("stance", None)
+            st.warning("Type both arguments first, then press Decide stance.")
+        else:
+            request = StanceRequest(arg1=arg1, arg2=arg2, graph=graph_text or None,
+                                    use_kg=use_kg,
+                                    mode="no-retriever" if mode == "no-retriever" else "full")
+            try:
+                ensure_models(pipe)
+                with st.spinner("Deciding the stance…"):
+                    t0 = time.perf_counter()
+                    out = answer_stance(pipe, request)
+                    st.session_state["stance"] = (out, time.perf_counter() - t0)
+            except Exception as e:  # shown to the analyst, not swallowed
+                st.session_state.pop("stance", None)
+                st.error(plain(error_line(e)))
+    if "stance" in st.session_state:
+        show_stance(*st.session_state["stance"])
+
+
+def show_stance(out: Any, wall: float) -> None:
+    """A stance answer: the label, which models decided it (frozen said), the notes (no
+    graph, a graph from the KG), per-label scores, the evidence nodes and edges."""
+    st.markdown(f"**Stance:** **{plain(out.label)}**")
+    who = ("frozen base model (" + " and ".join(out.frozen) + ")" if out.frozen
+           else "trained label-task adapters")
+    st.caption(plain(f"ranked over support / counter · {out.generator} generator · {who}"
+                     f" · wall {wall:.1f} s"))
+    for note in out.notes:
+        (st.warning if "frozen" in note or "without a graph" in note else st.info)(
+            plain(note[0].upper() + note[1:] + "."))
+    st.dataframe([{"label": s.label, "log-likelihood": s.score, "probability": s.prob}
+                  for s in out.scores], width="stretch", hide_index=True)
+    source = {"given": "the given graph", "kg": "retrieved from the loaded KG", "none": "none"}
+    st.markdown(plain(f"Graph: {source[out.graph_source]} ({out.graph_nodes} nodes)."))
+    if out.evidence:
+        st.markdown("**Evidence nodes:** " + ", ".join(plain(n) for n in out.evidence))
+    elif out.graph_nodes:
+        st.caption("No retriever in this mode: the whole graph was the evidence.")
+    if out.evidence_edges:
+        st.dataframe([{"src": a, "rel": r, "dst": b} for a, r, b in out.evidence_edges],
+                     width="stretch", hide_index=True)
+
+
 def page() -> None:
     settings = get_settings()
     mode, decode, adapters, generator_type, planner, overrides = sidebar()
@@ -499,6 +568,19 @@ def page() -> None:
     c2.metric("relations", f"{stats.relations:,}")
     c3.metric("triples", f"{stats.triples:,}")
     store_caption(pipe)
+    task = st.radio("Task", TASKS, key="task", horizontal=True,
+                    help="Question: a question over the KG. Stance: do two arguments support "
+                    "or counter each other (ExplaGraphs)?")
+    if task != TASKS[0]:
+        if client is not None:
+            try:
+                pipe = get_pipeline(adapters, decode, settings.base_model, generator_type,
+                                    planner)
+            except (FileNotFoundError, TalentError) as e:
+                st.error(plain(str(e)))
+                return
+        stance_task(pipe, mode, client)
+        return
 
     carry = st.session_state.pop("_carry", None)
     if carry:

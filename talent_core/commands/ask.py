@@ -133,8 +133,17 @@ def _print_candidate(cand) -> None:
 
 @retrieval_options
 def ask(
-    question: Annotated[str, typer.Argument(
-        help="the question; names in square brackets are topic entities")],
+    question: Annotated[str | None, typer.Argument(
+        help="the question; names in square brackets are topic entities")] = None,
+    stance: Annotated[tuple[str, str] | None, typer.Option(
+        "--stance", metavar="ARG1 ARG2", help="the stance task (ExplaGraphs) instead of a "
+        "question: do the two arguments support or counter each other? Answered in this "
+        "process with the label-task adapters, or the frozen base model when none is loaded "
+        "(said)")] = None,
+    graph: Annotated[str | None, typer.Option(
+        "--graph", help="--stance: the arguments' explanation graph, '(a; rel; b)(c; rel; "
+        "d)' (the candidate S); without it S is retrieved from the loaded KG, or the answer "
+        "comes without a graph (said)")] = None,
     retriever: RetrieverDirOpt = None,
     generator: GeneratorDirOpt = None,
     no_retriever: Annotated[
@@ -158,8 +167,20 @@ def ask(
     retrieval: dict[str, Any],
 ) -> None:
     """Answer a question with the full pipeline and show its evidence (through a running
-    `talent serve` when there is one: no models loaded here)."""
+    `talent serve` when there is one: no models loaded here); or, with --stance ARG1 ARG2
+    [--graph TEXT], say whether two arguments support or counter each other."""
     setup_logging(verbose)
+    if stance is not None:
+        if question is not None:
+            raise fail("give either a QUESTION or --stance ARG1 ARG2")
+        _ask_stance(stance, graph, no_retriever, json, verbose, retrieval=retrieval,
+                    models=(retriever, generator, base_model, adapters, generator_type,
+                            frozen_retriever))
+        return
+    if question is None:
+        raise fail("give a QUESTION (or --stance ARG1 ARG2)")
+    if graph is not None:
+        raise fail("--graph needs --stance ARG1 ARG2")
     # before the store opens and the models load: an empty question is said at once
     check_question(question, get_settings().max_question_chars)
     if no_retriever and retriever is not None:
@@ -218,6 +239,43 @@ def ask(
           + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
         echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+
+
+def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, json: bool,
+                verbose: bool, *, retrieval: dict[str, Any], models: tuple) -> None:
+    """`talent ask --stance ARG1 ARG2 [--graph TEXT]` (`talent_core.stance`), in this
+    process (a running `talent serve` has no stance endpoint)."""
+    from talent_core.errors import TalentError
+    from talent_core.stance import StanceRequest, answer_stance, stance_json
+
+    retriever, generator, base_model, adapters, generator_type, frozen_retriever = models
+    if no_retriever and retriever is not None:
+        raise fail("--no-retriever and --retriever exclude each other")
+    request = StanceRequest(arg1=args[0], arg2=args[1], graph=graph,
+                            mode="no-retriever" if no_retriever else "full")
+    pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
+                        adapters, frozen_retriever, None, None, generator_type=generator_type)
+    try:
+        out = answer_stance(pipe, request)
+    except TalentError as e:
+        raise fail_with(e) from None
+    finally:
+        pipe.close()
+    if json:
+        typer.echo(printable_json(stance_json(out)))
+        return
+    for note in out.notes:
+        echo(f"note: {note}")
+    frozen = f", frozen: {' and '.join(out.frozen)}" if out.frozen else ""
+    echo(f"stance: {out.label}   [{out.generator} generator{frozen}]")
+    for sc in out.scores:
+        echo(f"  {sc.score:9.3f}  {sc.label}  (p={sc.prob:.2f})")
+    source = {"given": "the given graph", "kg": "retrieved from the KG", "none": "none"}
+    echo(f"graph: {source[out.graph_source]} ({out.graph_nodes} nodes)")
+    if out.evidence:
+        echo("evidence nodes: " + ", ".join(out.evidence))
+    for a, r, b in out.evidence_edges:
+        echo(f"  {a} --{r}--> {b}")
 
 
 def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str | None,

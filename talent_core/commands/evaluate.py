@@ -39,9 +39,11 @@ def eval_cmd(
         metavar="FILE...", help="question file(s) with gold answers (several only with "
         "--report)")],
     fmt: Annotated[str | None, typer.Option(
-        "--format", help=" | ".join(QUESTION_FORMATS) + " | explagraphs (--report only; the "
-        "ExplaGraphs TSV) (default: guessed from the file name)")] = None,
-    mode: Annotated[str, typer.Option(help="retrieval | full | no-retriever")] = "retrieval",
+        "--format", help=" | ".join(QUESTION_FORMATS) + " | explagraphs (the ExplaGraphs TSV: "
+        "the stance task, each row's graph as S; accuracy, per class, balanced accuracy, "
+        "majority baseline) (default: guessed from the file name)")] = None,
+    mode: Annotated[str | None, typer.Option(
+        help="retrieval | full | no-retriever (default retrieval; explagraphs: full)")] = None,
     retriever: RetrieverDirOpt = None,
     generator: GeneratorDirOpt = None,
     base_model: BaseModelOpt = None,
@@ -99,10 +101,13 @@ def eval_cmd(
         raise fail(f"{', '.join(given)} need --report DIR")
     if len(questions) != 1:
         raise fail("give one question file (several only with --report DIR)")
+    if fmt == "explagraphs" or (fmt is None and questions[0].suffix.lower() == ".tsv"):
+        _eval_stance(questions[0], mode, retriever, generator, base_model, adapters,
+                     frozen_retriever, generator_type, limit, offset, rows_out, retrieval)
+        return
+    mode = mode or "retrieval"
     if mode not in ("retrieval", "full", "no-retriever"):
         raise fail(f"--mode must be retrieval, full or no-retriever, not {mode!r}")
-    if fmt == "explagraphs":
-        raise fail("--format explagraphs needs --report DIR")
     qfmt = question_format(fmt, questions[0])
     config = retrieval_config(retrieval)
     pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
@@ -116,6 +121,39 @@ def eval_cmd(
         summary, rows = evaluate(pipe, list(recs), mode=mode)  # type: ignore[arg-type]
     finally:
         pipe.close()
+    if rows_out:
+        write_jsonl(rows_out, rows)
+    typer.echo(_json.dumps(summary))
+
+
+def _eval_stance(path, mode, retriever, generator, base_model, adapters, frozen_retriever,
+                 generator_type, limit, offset, rows_out, retrieval) -> None:
+    """`talent eval FILE --format explagraphs` (talent_core.evaluation.stance)."""
+    from talent_core.errors import TalentError
+    from talent_core.evaluation.stance import evaluate_stance
+    from talent_core.llm.explagraphs import read_explagraphs
+    from talent_core.store.memory import MemoryStore
+
+    mode = mode or "full"
+    if mode not in ("full", "no-retriever"):
+        raise fail(f"--format explagraphs: --mode must be full or no-retriever, not {mode!r} "
+                   "(each row's graph is S: there is nothing to retrieve)")
+    try:
+        records = read_explagraphs(path)[offset:offset + limit if limit else None]
+    except (TalentError, OSError) as e:
+        raise fail(str(e)) from None
+    # each row's graph is S: no store is read
+    pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
+                        adapters, frozen_retriever, None, None, store=MemoryStore(),
+                        generator_type=generator_type)
+    try:
+        summary, rows = evaluate_stance(pipe, records, mode)
+    except TalentError as e:
+        raise fail(str(e)) from None
+    finally:
+        pipe.close()
+    for note in summary["notes"]:
+        typer.echo(f"note: {note}", err=True)
     if rows_out:
         write_jsonl(rows_out, rows)
     typer.echo(_json.dumps(summary))

@@ -31,7 +31,9 @@ Answers (generated list A):
   the articles a/an/the removed, occurs in the generated text normalised alike (the raw
   output in free decoding; the answers joined by spaces in ranked decoding).
 - **answer F1**: set F1 of A against the gold answers. **Accuracy** (ExplaGraphs, the
-  label task): Hit@1 with the gold label (support / counter).
+  label task): Hit@1 with the gold label (support / counter); **balanced**: the mean of the
+  per-class accuracies (support, counter); **majority baseline**: always the most frequent
+  gold label.
 
 Out-of-candidate names (V̂ \\ S), TaLenT Appendix F:
 - **per question**: mean number of out-of-candidate names; **grounded**: the share of them
@@ -45,6 +47,17 @@ retriever's top-k; `retriever` / `generator`: the LLM stages; `total`: the row's
 end). Percentile q of n timings: the sorted timings' element at index min(n - 1, ⌊q/100 · n⌋).
 Timings vary between runs; every other number is deterministic.
 """
+
+
+def _stance_cells(g: dict[str, Any]) -> list[str]:
+    """ExplaGraphs: accuracy, balanced accuracy, per-class accuracy (%) and the majority
+    baseline (its label) of one group (`evaluation.stance.with_stance`)."""
+    st = g.get("stance") or {}
+    per = st.get("per_class", {})
+    base = st.get("majority_baseline")
+    return [_f(g["qa"]["hit@1"], True), _f(st.get("balanced_accuracy"), True),
+            *(_f((per.get(k) or {}).get("accuracy"), True) for k in ("support", "counter")),
+            f"{_f(base['accuracy'], True)} ({base['label']})" if base else "–"]
 
 
 def _f(x: Any, pct: bool = False) -> str:
@@ -141,12 +154,12 @@ def markdown(report: dict[str, Any], plots: bool = True) -> str:
     if qa:
         expla = cfg["format"] == "explagraphs"
         out.append("## Answers\n")
-        head = ["method", "mode", "point", "n"] + (["Accuracy"] if expla else
-                                                     ["Hit@1", "Hit@any", "substring hit",
-                                                      "answer F1"])
+        head = ["method", "mode", "point", "n"] + (
+            ["Accuracy", "balanced", "support", "counter", "majority baseline"] if expla else
+            ["Hit@1", "Hit@any", "substring hit", "answer F1"])
         out.append(_table(head, [
             (g["method"], g["mode"], g["label"], g["n"],
-             *([_f(g["qa"]["hit@1"], True)] if expla else
+             *(_stance_cells(g) if expla else
                [_f(g["qa"][k], True) for k in ("hit@1", "hit@any", "substring_hit",
                                                 "answer_f1")]))
             for g in qa]))

@@ -24,6 +24,7 @@ from talent_core.evaluation.markdown import DEFINITIONS, markdown
 from talent_core.evaluation.methods import METHODS, MODE_ORDER, Point, method_modes, project
 from talent_core.evaluation.plots import write_plots
 from talent_core.evaluation.runner import Runner, plan, read_rows
+from talent_core.evaluation.stance import use_label_models, with_stance
 from talent_core.evaluation.summary import results
 from talent_core.evaluation.sweep import ReportError, ReportOptions, sweep_points
 from talent_core.retrieval.config import RetrievalConfig
@@ -70,11 +71,7 @@ def run_report(pipe: Pipeline, options: ReportOptions, out_dir: Path,
     if not items:
         raise ReportError("no questions to evaluate")
     if options.llm and options.fmt == "explagraphs":
-        r, g = pipe.models
-        if r.task != "label" or g.task != "label":
-            log.warning("ExplaGraphs: the adapters were not trained on the label task; "
-                        "the models are prompted for it anyway")
-            r.task = g.task = "label"
+        use_label_models(pipe)
     config = run_config(pipe, options)
     chash = provenance.config_hash(config)
     rows_path = out_dir / "rows.jsonl"
@@ -128,7 +125,7 @@ def run_report(pipe: Pipeline, options: ReportOptions, out_dir: Path,
                         "modes": method_modes(METHODS[n], options.modes)}
                     for n in options.methods},
         "definitions": DEFINITIONS,
-        "results": sorted(results(rows), key=lambda g: (
+        "results": sorted(with_stance(results(rows), rows, options.fmt), key=lambda g: (
             options.methods.index(g["method"]), MODE_ORDER.index(g["mode"]),
             [points.index(p) for p in points if project(p, METHODS[g["method"]], g["mode"])
              == g["point"]][0])),

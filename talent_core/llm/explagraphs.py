@@ -87,15 +87,21 @@ def read_explagraphs(path: Path | str) -> list[ExplaGraphsRecord]:
 
 def to_candidate(record: ExplaGraphsRecord) -> Candidate:
     """The whole explanation graph as S (concept text is the node id within the graph)."""
+    return graph_candidate(record.question, record.triples)
+
+
+def graph_candidate(question: str, triples: Sequence[tuple[str, str, str]]) -> Candidate:
+    """An explanation graph's triples as S for ``question`` (a concept is one node, matched
+    without case; its first spelling is its name)."""
     names: dict[str, str] = {}
-    for a, _, b in record.triples:
+    for a, _, b in triples:
         for c in (a, b):
             names.setdefault(c.lower(), c)
     nodes = [CandidateNode(id=f"c{i}:{k}", name=v) for i, (k, v) in enumerate(names.items())]
     ids = {n.id.split(":", 1)[1]: n.id for n in nodes}
     edges = [CandidateEdge(src=ids[a.lower()], rel=r, dst=ids[b.lower()])
-             for a, r, b in record.triples]
-    return Candidate(question=record.question, nodes=nodes, edges=edges)
+             for a, r, b in triples]
+    return Candidate(question=question, nodes=nodes, edges=edges)
 
 
 def to_example(record: ExplaGraphsRecord, gold_nodes: Sequence[str] | None) -> TrainingExample:

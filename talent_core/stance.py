@@ -1,0 +1,157 @@
+"""The stance task (ExplaGraphs) as a user meets it: two arguments, optionally their
+explanation graph, in; ``support`` / ``counter`` with per-label scores and evidence out.
+
+The candidate S is the user's graph when given (the paper's setting: the whole explanation
+graph), else what the loaded KG retrieves for the two arguments, else nothing (the answer
+then says it was answered without a graph). The label task needs label-task adapters
+(trained on ExplaGraphs); when the pipeline's adapters were trained for another task, the
+frozen base model answers in their place and the answer says so (``frozen``, ``notes``):
+a KGQA adapter prompted for a stance is neither the trained model nor the base one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, Field
+
+from talent_core.answer import Mode
+from talent_core.answer import answer as answer_stage
+from talent_core.errors import GraphSyntaxError, TextInputError
+from talent_core.llm.explagraphs import graph_candidate
+from talent_core.llm.prompts import explagraphs_question
+from talent_core.models import Answer, Candidate, GeneratorType
+from talent_core.questions import LABELS, parse_graph
+from talent_core.text import check_question
+
+if TYPE_CHECKING:
+    from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.retriever import RetrieverModel
+    from talent_core.pipeline import Pipeline
+
+log = logging.getLogger(__name__)
+
+GraphSource = Literal["given", "kg", "none"]
+NO_GRAPH_NOTE = "answered without a graph"
+
+
+class StanceRequest(BaseModel):
+    arg1: str
+    arg2: str
+    graph: str | None = None  # `(a; rel; b)(c; rel; d)`; None / blank: none given
+    mode: Mode = "full"  # "full" (retriever selects evidence) or "no-retriever"
+    use_kg: bool = True  # with no graph: retrieve one from the loaded KG
+
+
+class LabelScore(BaseModel):
+    label: str
+    score: float  # log-likelihood of the label as the generator's reply
+    prob: float  # softmax of the scores over the labels
+
+
+class StanceAnswer(BaseModel):
+    arg1: str
+    arg2: str
+    label: str  # "support" or "counter"
+    scores: list[LabelScore]  # best first
+    evidence: list[str] = Field(default_factory=list)  # the retriever's selected nodes
+    evidence_edges: list[tuple[str, str, str]] = Field(default_factory=list)  # shown to G
+    graph_source: GraphSource = "none"
+    graph_nodes: int = 0
+    generator: GeneratorType = "text"
+    frozen: list[str] = Field(default_factory=list)  # roles that ran without an adapter
+    adapters_task: str | None = None  # the task the pipeline's adapters were trained on
+    notes: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    answer: Answer  # the full answer stage output (candidate, selection, ranked)
+
+
+def stance_candidate(pipe: Pipeline, request: StanceRequest) -> tuple[Candidate, GraphSource]:
+    """S for a stance request and where it came from. Bad graph text raises
+    `TextInputError` ("graph: not an explanation graph: <where and what>")."""
+    question = explagraphs_question(request.arg1, request.arg2)
+    if request.graph is not None and request.graph.strip():
+        try:
+            triples = parse_graph(request.graph)
+        except GraphSyntaxError as e:
+            raise TextInputError(f"graph: {e}") from None
+        return graph_candidate(question, triples), "given"
+    if request.use_kg and pipe.stats().triples > 0:
+        text = f"{request.arg1.strip()} {request.arg2.strip()}"
+        found = pipe.retrieve(text)
+        if found.nodes:
+            # unlinked mentions do not make a stance abstain: S is evidence, not the answer
+            return found.model_copy(update={"question": question, "links": []}), "kg"
+    return Candidate(question=question, method="none"), "none"
+
+
+def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | None]:
+    """The retriever and generator for the label task: the pipeline's own when their
+    adapters were trained on it, else the frozen base model on the same loaded weights
+    (prompted for the label task); and the adapters' task (None: no adapter)."""
+    from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.retriever import RetrieverModel
+
+    r, g = pipe.models
+    trained = next((m.meta.task for m in (g, r) if m.meta is not None), None)
+    if r.task == "label" and g.task == "label":
+        return r, g, trained
+    s = pipe.settings
+    return (RetrieverModel(r.lm, None, "label", s.retriever_max_new_tokens),
+            GeneratorModel(g.lm, None, "label", s.generator_max_new_tokens), trained)
+
+
+def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
+    """Support / counter for two arguments (see the module docstring)."""
+    t0 = time.perf_counter()
+    max_chars = pipe.settings.max_question_chars
+    for name, text in (("argument 1", request.arg1), ("argument 2", request.arg2)):
+        try:
+            check_question(text, max_chars)
+        except TextInputError as e:
+            raise TextInputError(f"{name}: {e}") from None
+    candidate, source = stance_candidate(pipe, request)
+    retriever, generator, trained = label_models(pipe)
+    mode: Mode = request.mode if candidate.nodes else "no-retriever"
+    ans = answer_stage(candidate, mode, "ranked", retriever, generator, pipe.store, t0=t0)
+    # the retriever only ran in mode "full" (`Pipeline.frozen_in`)
+    ans.frozen = [r for r in ans.frozen if mode == "full" or r == "generator"]
+    scored = {r.name: r.score for r in ans.ranked}
+    if set(scored) != set(LABELS):
+        raise RuntimeError(f"the generator scored {sorted(scored)}, not the labels {LABELS}")
+    top = max(scored.values())
+    z = sum(math.exp(v - top) for v in scored.values())
+    scores = sorted((LabelScore(label=k, score=round(v, 4), prob=round(math.exp(v - top) / z, 4))
+                     for k, v in scored.items()), key=lambda x: -x.score)
+    notes = []
+    if source == "none":
+        notes.append(NO_GRAPH_NOTE + (" (none given, and the loaded KG gave none)"
+                                      if request.use_kg else " (none given)"))
+    elif source == "kg":
+        notes.append(f"no graph given: the candidate ({len(candidate.nodes)} nodes) was "
+                     "retrieved from the loaded KG")
+    if ans.frozen:
+        why = ("no ExplaGraphs (label-task) adapters" if trained not in (None, "label")
+               else "no trained adapter")
+        notes.append(f"{why}: the frozen base model answered as "
+                     + " and ".join(ans.frozen)
+                     + (f" (the loaded adapters were trained for {trained!r})"
+                        if trained not in (None, "label") else ""))
+    names = {n.id: n.name for n in candidate.nodes}
+    evidence = ([n.name for n in ans.selection.selected] if ans.selection is not None else [])
+    edges = [(names.get(e.src, e.src), e.rel, names.get(e.dst, e.dst)) for e in ans.edges]
+    log.info("stance %s (%s graph, frozen: %s)", scores[0].label, source, ans.frozen)
+    return StanceAnswer(
+        arg1=request.arg1.strip(), arg2=request.arg2.strip(), label=scores[0].label,
+        scores=scores, evidence=evidence, evidence_edges=edges, graph_source=source,
+        graph_nodes=len(candidate.nodes), generator=ans.generator, frozen=ans.frozen,
+        adapters_task=trained, notes=notes, timings_ms=ans.timings_ms, answer=ans,
+    )
+
+
+def stance_json(out: StanceAnswer) -> dict:
+    """The `talent ask --stance --json` shape (the full Answer left out)."""
+    return out.model_dump(exclude={"answer"})
