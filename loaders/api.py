@@ -189,15 +189,16 @@ def load_path(
             return run_load(reader, store, embedder, opts)
         from talent_core.store._common import exclusive_job, job_dir
 
-        with exclusive_job(job_dir(store, settings), f"talent load {Path(path).name}"):
+        if store is None:
+            from talent_core.store import open_store
+
+            store = owned_store = open_store(settings)
+        with exclusive_job(job_dir(store, settings), f"talent load {Path(path).name}",
+                           shared=True):
             if embedder is None:
                 from talent_core.loaders.embedders import make_embedder
 
                 embedder = make_embedder(settings, embed_precision, threads=embed_threads)
-            if store is None:
-                from talent_core.store import open_store
-
-                store = owned_store = open_store(settings)
             store.ensure_schema(embedder.dimension)
             return run_load(reader, store, embedder, opts)
     except BaseException:

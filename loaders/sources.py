@@ -16,9 +16,9 @@ run killed anywhere and run again finishes with the same store:
              the same two sweeps -> S's record `complete` with the new file's sha256 and
              counts. The file's triple set is held in memory.
 Nothing here is safe beside a concurrent load into the same graph (the sweeps delete the
-entities that a load has written but not yet linked by a triple): loads, unloads and
-replaces hold the data dir's job lock (`store._common.exclusive_job`), so a second one is
-refused at once with StoreBusyError.
+entities that a load has written but not yet linked by a triple): unloads and replaces
+hold the data dir's job lock exclusively, loads shared (`store._common.exclusive_job`), so
+an overlapping job is refused at once with StoreBusyError.
 """
 
 from __future__ import annotations
@@ -152,67 +152,68 @@ def replace_source(
     from talent_core.store._common import exclusive_job, job_dir
 
     settings = settings or get_settings()
-    with exclusive_job(job_dir(store, settings), f"talent load --replace {key}"):
-        return _replace(path, key, format, store, settings, source, batch_size, load_options)
-
-
-def _replace(path: str | Path, key: str, format: str | None, store: GraphStore | None,
-             settings: Settings, source: str | None, batch_size: int | None,
-             load_options: dict[str, Any]) -> tuple[LoadReport, SourceChange]:
-    from talent_core.loaders.api import file_sha256, load_path
-
     owned = None
     if store is None:
         from talent_core.store import open_store
 
         store = owned = open_store(settings)
     try:
-        t0 = time.perf_counter()
-        rec = find_source(store, key)
-        if rec.id == LEGACY_SOURCE_ID:
-            raise SourceError(f"{LEGACY_SOURCE_NAME!r} cannot be replaced: unload it, then load "
-                              "the file as a source of its own")
-        if rec.state == "unloading":
-            raise SourceError(f"source {rec.name!r} is being unloaded (a killed `talent "
-                              f"unload`?): run `talent unload {rec.name}` again first")
-        st = _sources(store)
-        before = store.stats()
-        change = SourceChange(source=source or rec.name, source_id=rec.id, action="replace",
-                              store_before=before)  # fmt: skip
-        steps = _Steps(change)
-        keys: set[tuple[str, str, str]] = set()
-        sha = file_sha256(Path(path)) if Path(path).is_file() else None
-        report = load_path(path, format, store=store, settings=settings,
-                           source=source or rec.name, source_id=rec.id, collect_triples=keys,
-                           batch_size=batch_size, source_sha256=sha, **load_options)  # fmt: skip
-        change.added = report.asserted_new
-        steps.done("load")
-        if report.cancelled:
-            log.warning("replace of %r cancelled: the source keeps both versions' triples; "
-                        "run the replace again", rec.name)  # fmt: skip
-            change.store_after = store.stats()
-            return report, change
-        gone = sorted(st.source_triples(rec.id) - keys)
-        steps.done("read")
-        deleted, shared = st.retract(rec.id, gone)
-        steps.done("retract")
-        change.removed, change.triples_deleted = deleted + shared, deleted
-        change.unchanged = len(keys) - report.asserted_new
-        rerun = rec.state == "replacing"
-        among = None if rerun else {x for h, _, t in gone for x in (h, t)}
-        _sweep(st, change, batch_size or settings.batch_size, rerun, steps,
-               settings.vector_rebuild_fraction, among)
-        st.put_source(SourceRecord(
-            id=rec.id, name=source or rec.name, sha256=sha, format=report.format,
-            created=datetime.now(UTC).isoformat(timespec="seconds"), state="complete",
-            rows_read=report.rows_read, loaded=report.loaded, rejected=report.rejected,
-        ))  # fmt: skip
-        change.store_after = store.stats()
-        change.seconds = time.perf_counter() - t0
-        return report, change
+        with exclusive_job(job_dir(store, settings), f"talent load --replace {key}"):
+            return _replace(path, key, format, store, settings, source, batch_size,
+                            load_options)
     finally:
         if owned is not None:
             owned.close()
+
+
+def _replace(path: str | Path, key: str, format: str | None, store: GraphStore,
+             settings: Settings, source: str | None, batch_size: int | None,
+             load_options: dict[str, Any]) -> tuple[LoadReport, SourceChange]:
+    from talent_core.loaders.api import file_sha256, load_path
+
+    t0 = time.perf_counter()
+    rec = find_source(store, key)
+    if rec.id == LEGACY_SOURCE_ID:
+        raise SourceError(f"{LEGACY_SOURCE_NAME!r} cannot be replaced: unload it, then load "
+                          "the file as a source of its own")
+    if rec.state == "unloading":
+        raise SourceError(f"source {rec.name!r} is being unloaded (a killed `talent "
+                          f"unload`?): run `talent unload {rec.name}` again first")
+    st = _sources(store)
+    before = store.stats()
+    change = SourceChange(source=source or rec.name, source_id=rec.id, action="replace",
+                          store_before=before)  # fmt: skip
+    steps = _Steps(change)
+    keys: set[tuple[str, str, str]] = set()
+    sha = file_sha256(Path(path)) if Path(path).is_file() else None
+    report = load_path(path, format, store=store, settings=settings,
+                       source=source or rec.name, source_id=rec.id, collect_triples=keys,
+                       batch_size=batch_size, source_sha256=sha, **load_options)  # fmt: skip
+    change.added = report.asserted_new
+    steps.done("load")
+    if report.cancelled:
+        log.warning("replace of %r cancelled: the source keeps both versions' triples; "
+                    "run the replace again", rec.name)  # fmt: skip
+        change.store_after = store.stats()
+        return report, change
+    gone = sorted(st.source_triples(rec.id) - keys)
+    steps.done("read")
+    deleted, shared = st.retract(rec.id, gone)
+    steps.done("retract")
+    change.removed, change.triples_deleted = deleted + shared, deleted
+    change.unchanged = len(keys) - report.asserted_new
+    rerun = rec.state == "replacing"
+    among = None if rerun else {x for h, _, t in gone for x in (h, t)}
+    _sweep(st, change, batch_size or settings.batch_size, rerun, steps,
+           settings.vector_rebuild_fraction, among)
+    st.put_source(SourceRecord(
+        id=rec.id, name=source or rec.name, sha256=sha, format=report.format,
+        created=datetime.now(UTC).isoformat(timespec="seconds"), state="complete",
+        rows_read=report.rows_read, loaded=report.loaded, rejected=report.rejected,
+    ))  # fmt: skip
+    change.store_after = store.stats()
+    change.seconds = time.perf_counter() - t0
+    return report, change
 
 
 def collisions(store: GraphStore, ids_per_name: int = 5) -> list[NameCollision]:

@@ -145,8 +145,8 @@ class SourceError(TalentError, ValueError):
     exit_code: ClassVar[int] = 1
 
 class StoreBusyError(TalentError, RuntimeError):
-    """Another load, unload or replace of the same store is running (one at a time: the
-    sweeps of an unload delete what a load wrote but has not linked yet). The CLI exits 1."""
+    """A job would overlap another of the same store: an unload or replace runs alone (its
+    sweeps delete what a load wrote but has not linked yet). The CLI exits 1."""
 
     exit_code: ClassVar[int] = 1
 

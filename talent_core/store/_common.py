@@ -43,11 +43,13 @@ def job_dir(store: Any, settings: Any) -> Path:
 
 
 @contextlib.contextmanager
-def exclusive_job(data_dir: Path, what: str) -> Iterator[None]:
-    """Hold the data dir's job lock while a load, unload or replace runs: a second one, from
-    any process, is refused at once with StoreBusyError naming the running one. Re-entrant
-    in one thread (a replace runs a load). Per data dir: a Neo4j server shared by several
-    data dirs is not covered."""
+def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[None]:
+    """Hold the data dir's job lock while a load (``shared``: loads may run together, their
+    MERGEs are exact) or an unload / replace (exclusive: its sweeps would delete what a load
+    wrote but has not linked yet) runs. A job the lock refuses, from any process, fails at
+    once with StoreBusyError naming the running one. Re-entrant in one thread (a replace
+    runs a load). Take it after the store is open (the store checks who owns the data dir
+    first). Per data dir: a Neo4j server shared by several data dirs is not covered."""
     key = str(Path(data_dir).absolute())
     held: set[str] = getattr(_held, "dirs", None) or set()
     _held.dirs = held
@@ -58,12 +60,12 @@ def exclusive_job(data_dir: Path, what: str) -> Iterator[None]:
     fd = os.open(Path(key) / JOB_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another job"
             raise StoreBusyError(
                 f"{key}: {holder} is running on this store; run this after it ends "
-                "(one load, unload or replace at a time)"
+                "(loads may run together; an unload or replace runs alone)"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
@@ -72,7 +74,8 @@ def exclusive_job(data_dir: Path, what: str) -> Iterator[None]:
             yield
         finally:
             held.discard(key)
-            os.ftruncate(fd, 0)
+            if not shared:
+                os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
 

@@ -194,23 +194,33 @@ def test_cli_sources_unload_and_replace(tmp_path, parts):
     assert json.loads(r.stdout)["triples"] == 60
 
 
-def test_one_job_at_a_time_per_store(tmp_path, parts):
-    """A load, unload or replace beside another one of the same data dir (another process:
-    here one holding the lock as a `talent load` would) is refused at once, naming the
-    running one, and nothing is written; after it ends, the same command runs."""
+def _holding(data: Path, what: str, shared: bool) -> subprocess.Popen:
+    """Another process holding the data dir's job lock, as a running `talent load`
+    (shared) or `talent unload` (exclusive) would."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from talent_core.store._common import "
+         "exclusive_job\nwith exclusive_job(sys.argv[1], sys.argv[2], sys.argv[3] == '1'):\n"
+         "    print('held', flush=True); time.sleep(120)", str(data), what,
+         "1" if shared else "0"],
+        cwd=REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_an_unload_or_replace_runs_alone(tmp_path, parts):
+    """Beside a running unload (another process), a load, an unload or a replace of the same
+    data dir is refused at once, naming the running one, and nothing is written; beside a
+    running load, another load runs (MERGE is exact) but an unload or replace is refused.
+    After it ends, the same command runs."""
     data = tmp_path / "data"
     r = talent(["load", str(parts[0]), "--format", "metaqa"], data)
     assert r.returncode == 0, r.stderr
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from talent_core.store._common import "
-         "exclusive_job\nwith exclusive_job(sys.argv[1], 'talent load big.txt'):\n"
-         "    print('held', flush=True); time.sleep(120)", str(data)],
-        cwd=REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    unload = ["unload", "part1.txt"]
+    replace = ["load", str(parts[1]), "--format", "metaqa", "--replace", "part1.txt"]
+    holder = _holding(data, "talent unload big.txt", shared=False)
     try:
-        assert holder.stdout.readline().strip() == "held"
-        busy = f"pid {holder.pid} (talent load big.txt) is running on this store"
-        for args in (["load", str(parts[1]), "--format", "metaqa"], ["unload", "part1.txt"],
-                     ["load", str(parts[1]), "--format", "metaqa", "--replace", "part1.txt"]):
+        busy = f"pid {holder.pid} (talent unload big.txt) is running on this store"
+        for args in (["load", str(parts[1]), "--format", "metaqa"], unload, replace):
             r = talent(args, data)
             assert r.returncode == 1 and busy in r.stderr, (args, r.stderr)
         r = talent(["sources", "--json"], data)  # reading is not a job
@@ -219,7 +229,18 @@ def test_one_job_at_a_time_per_store(tmp_path, parts):
     finally:
         holder.kill()
         holder.wait()
-    r = talent(["unload", "part1.txt"], data)
+    holder = _holding(data, "talent load big.txt", shared=True)
+    try:
+        busy = f"pid {holder.pid} (talent load big.txt) is running on this store"
+        for args in (unload, replace):
+            r = talent(args, data)
+            assert r.returncode == 1 and busy in r.stderr, (args, r.stderr)
+        r = talent(["load", str(parts[1]), "--format", "metaqa"], data)
+        assert r.returncode == 0, r.stderr  # loads run together
+    finally:
+        holder.kill()
+        holder.wait()
+    r = talent(unload, data)
     assert r.returncode == 0, r.stderr
 
 
