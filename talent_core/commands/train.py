@@ -418,7 +418,7 @@ def train_subgraphrag(
     typer.echo(json.dumps({
         "scorer": str(output), "train_questions": t["questions"], "trained_on": t["trained_on"],
         "val_questions": final["validation_set"]["questions"], "epochs_run": final["epochs_run"],
-        "best_epoch": final["best_epoch"],
+        "best_epoch": final["best_epoch"], "stopped_by": final.get("stopped_by"),
         **{k: v[k] for k in v if k.startswith(("ans_recall", "hit", "gold_recall"))},
         "build_s": final["build_s"], "train_s": final["train_s"],
         "peak_rss_mb": final["peak_rss_mb"],

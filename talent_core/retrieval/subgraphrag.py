@@ -16,7 +16,8 @@ retrieve/src/model/retriever.py and retrieve/src/dataset/retriever.py):
   parallel triples counts, as in PyG's mean aggregation), `rounds` times forward on
   (h -> t) and, again from the one-hot, `reverse_rounds` times on the reversed triples
   (t -> h). Defaults 2 + 2 (their WebQSP / CWQ configuration). Entity structure =
-  [one-hot, fwd_1, .., fwd_R, rev_1, .., rev_R'].
+  [one-hot, fwd_1, .., fwd_R, rev_1, .., rev_R', und_1, .., und_U] (U = 0 unless a
+  checkpoint asks for undirected rounds: deviation 11).
 * Entity feature = [text embedding, structure]; entities without meaningful text (Freebase
   CVT/mid names `m.0xx`/`g.1xx`, and entities without a stored vector) share ONE learned
   embedding (`non_text`) in place of the text embedding.
@@ -67,6 +68,13 @@ Deviations (all deliberate, and small):
    ship a list of such ids per dataset).
 10. Validation metrics cover every validation question (answer recall over those with an
    answer in the neighbourhood); the authors drop validation questions without a path.
+11. Optional undirected DDE rounds (`undirected_rounds`, a checkpoint setting, 0 = the
+   paper's features exactly): the same mean aggregation over the triples taken both ways.
+   Directed rounds carry nothing past one hop on a KG that stores each fact once from one
+   side (MetaQA: film -> person / value, so a topic film's second-hop films have no
+   in-edges to follow); undirected rounds reach 2- and 3-hop entities, and the mean
+   divides by degree, so a film reached through a hub (a year, a genre) scores far below
+   one reached through a director (deviation 2 is the same fix for the pseudo-labels).
 
 Training: `talent_core.training.subgraphrag` (`talent train subgraphrag`). The shipped
 scorer for the default embedder: `talent_core/adapters/subgraphrag/all-minilm-l6-v2/` (its
@@ -125,18 +133,20 @@ def _mean_step(adj: sparse.csr_matrix, deg: np.ndarray, x: np.ndarray) -> np.nda
 
 def dde(
     head: np.ndarray, tail: np.ndarray, topic: np.ndarray, rounds: int = 2,
-    reverse_rounds: int = 2,
+    reverse_rounds: int = 2, undirected_rounds: int = 0,
 ) -> list[np.ndarray]:
     """The DDE rounds: `rounds` forward mean-aggregations (over triples h -> t) of the
-    (not-topic, topic) one-hot, then `reverse_rounds` over the reversed triples; a list of
-    (N, 2) arrays (forward first), as the authors' PEConv layers produce them."""
+    (not-topic, topic) one-hot, then `reverse_rounds` over the reversed triples, as the
+    authors' PEConv layers produce them, then `undirected_rounds` over both (deviation 11);
+    a list of (N, 2) arrays in that order."""
     n = len(topic)
     x0 = np.stack([~topic, topic], axis=1).astype(np.float32)
     ones = np.ones(len(head), dtype=np.float32)
     fwd = sparse.csr_matrix((ones, (tail, head)), shape=(n, n))  # row v sums its in-edges u->v
     rev = sparse.csr_matrix((ones, (head, tail)), shape=(n, n))
     out = []
-    for adj, k in ((fwd, rounds), (rev, reverse_rounds)):
+    both = (fwd + rev).tocsr() if undirected_rounds else fwd
+    for adj, k in ((fwd, rounds), (rev, reverse_rounds), (both, undirected_rounds)):
         deg = np.asarray(adj.sum(axis=1), dtype=np.float32).ravel()
         x = x0
         for _ in range(k):
@@ -146,10 +156,11 @@ def dde(
 
 
 def structure_features(
-    graph: Region, rounds: int = 2, reverse_rounds: int = 2, topic_pe: bool = True
+    graph: Region, rounds: int = 2, reverse_rounds: int = 2, topic_pe: bool = True,
+    undirected_rounds: int = 0,
 ) -> np.ndarray:
     """(N, S) per entity: [topic one-hot (if topic_pe), DDE rounds]."""
-    parts = dde(graph.head, graph.tail, graph.topic, rounds, reverse_rounds)
+    parts = dde(graph.head, graph.tail, graph.topic, rounds, reverse_rounds, undirected_rounds)
     if topic_pe:
         parts.insert(0, np.stack([~graph.topic, graph.topic], axis=1).astype(np.float32))
     if not parts:
@@ -157,8 +168,9 @@ def structure_features(
     return np.concatenate(parts, axis=1).astype(np.float32)
 
 
-def structure_size(rounds: int, reverse_rounds: int, topic_pe: bool) -> int:
-    return 2 * (rounds + reverse_rounds) + (2 if topic_pe else 0)
+def structure_size(rounds: int, reverse_rounds: int, topic_pe: bool,
+                   undirected_rounds: int = 0) -> int:
+    return 2 * (rounds + reverse_rounds + undirected_rounds) + (2 if topic_pe else 0)
 
 
 # --- pseudo-labels -------------------------------------------------------------------------
@@ -261,6 +273,7 @@ def store_features(
     reverse_rounds: int = 2,
     topic_pe: bool = True,
     meta: dict[str, Any] | None = None,
+    undirected_rounds: int = 0,
 ) -> Features:
     """Features of `graph` from the store's entity / relation vectors (one call each);
     `meta` (a scorer's) is checked against the dimensions (ScorerError)."""
@@ -278,7 +291,8 @@ def store_features(
     if missing:
         log.debug("%d relations without a stored vector (zeros)", missing)
     return Features(q, entity, non_text,
-                    structure_features(graph, rounds, reverse_rounds, topic_pe),
+                    structure_features(graph, rounds, reverse_rounds, topic_pe,
+                                       undirected_rounds),
                     relation, graph.head, graph.rel, graph.tail)
 
 
@@ -289,11 +303,12 @@ class TripleScorer(nn.Module):
     """SubgraphRAG's MLP over [q, h_e, r, t_e]; `forward` returns one logit a triple."""
 
     def __init__(self, dim: int, rounds: int = 2, reverse_rounds: int = 2,
-                 topic_pe: bool = True, hidden: int | None = None):
+                 topic_pe: bool = True, hidden: int | None = None, undirected_rounds: int = 0):
         super().__init__()
         self.dim = int(dim)
         self.rounds, self.reverse_rounds, self.topic_pe = rounds, reverse_rounds, topic_pe
-        self.struct = structure_size(rounds, reverse_rounds, topic_pe)
+        self.undirected_rounds = int(undirected_rounds)
+        self.struct = structure_size(rounds, reverse_rounds, topic_pe, self.undirected_rounds)
         self.hidden = int(hidden or dim)
         self.non_text = nn.Embedding(1, self.dim)  # the one embedding of text-less entities
         ent = self.dim + self.struct
@@ -351,7 +366,7 @@ def save_scorer(model: TripleScorer, meta: dict[str, Any], out_dir: Path | str) 
     out.mkdir(parents=True, exist_ok=True)
     full = {"format": FORMAT, "dimension": model.dim, "rounds": model.rounds,
             "reverse_rounds": model.reverse_rounds, "topic_pe": model.topic_pe,
-            "hidden": model.hidden, **meta}
+            "undirected_rounds": model.undirected_rounds, "hidden": model.hidden, **meta}
     tmp = out / (WEIGHTS_FILE + ".tmp")
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(tmp))
     tmp.replace(out / WEIGHTS_FILE)
@@ -418,7 +433,7 @@ def load_scorer(path: Path | str) -> LoadedScorer:
                               f"{FORMAT!r}")
         model = TripleScorer(int(meta["dimension"]), int(meta["rounds"]),
                             int(meta["reverse_rounds"]), bool(meta["topic_pe"]),
-                            int(meta["hidden"]))
+                            int(meta["hidden"]), int(meta.get("undirected_rounds", 0)))
         try:
             model.load_state_dict(load_file(str(p / WEIGHTS_FILE)))
         except (RuntimeError, OSError) as e:
@@ -455,7 +470,7 @@ def subgraphrag_candidate(ctx: RetrievalContext) -> Candidate:
     anchors = seeds.anchors()
     graph = region(store, anchors, cfg.hops, cfg.caps())
     feats = store_features(store, graph, enc.vector, meta["rounds"], meta["reverse_rounds"],
-                           meta["topic_pe"], meta)
+                           meta["topic_pe"], meta, int(meta.get("undirected_rounds", 0)))
     timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()

@@ -11,7 +11,8 @@
   `val_share` of the training questions) are scored; the best epoch by answer recall at
   K = 100 (ties: triple recall at 100) is written to DIR as `scorer.safetensors` +
   `scorer.json`; training stops after `patience` epochs without improvement, at `epochs`,
-  or before an epoch that would overrun `max_minutes`.
+  or before an epoch that would overrun `max_minutes` (`scorer.json` says which:
+  `stopped_by`).
 * Metrics at K in (50, 100, 200), means over validation questions:
   `ans_recall@K`   the paper's: answers among the kept triples' entities / answers in the
                    neighbourhood (questions with an answer in it);
@@ -20,8 +21,12 @@
                    gold answers, and whether any is there (every question).
 * Resumable: `DIR/train_state.pt` (model, optimiser, epoch, best, RNG states, history) is
   written after every epoch; a rerun with the same data and configuration continues from
-  it, another configuration is refused (`--no-resume` starts over). The example cache is
-  reused when the question files, store, embedder and retrieval settings are the same.
+  it, another configuration is refused (`--no-resume` starts over). `epochs`, `patience`
+  and `max_minutes` may change between runs: a run stopped by its time budget, its epoch
+  cap or its patience continues when rerun with a larger one (a killed run continues from
+  its last finished epoch), and ends exactly as one uninterrupted run would. The example
+  cache is reused when the question files, store, embedder and retrieval settings are the
+  same.
 """
 
 from __future__ import annotations
@@ -140,7 +145,7 @@ def train_scorer(
     dim = entity_table.shape[1]
     torch.manual_seed(config.seed)
     model = TripleScorer(dim, config.rounds, config.reverse_rounds, config.topic_pe,
-                         config.hidden)
+                         config.hidden, config.undirected_rounds)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     ent = torch.from_numpy(np.ascontiguousarray(entity_table, dtype=np.float32))
     rel = torch.from_numpy(np.ascontiguousarray(relation_table, dtype=np.float32))
@@ -152,7 +157,7 @@ def train_scorer(
     ks = sorted({*KS, config.select_k})
     state_path = output / STATE_FILE
     state: dict[str, Any] = {"epoch": 0, "best": None, "best_epoch": None, "bad": 0,
-                             "history": [], "train_s": 0.0, "done": False}
+                             "history": [], "train_s": 0.0}
     if resume and state_path.is_file():
         saved = torch.load(state_path, map_location="cpu", weights_only=False)
         if saved["fingerprint"] != fingerprint:
@@ -164,8 +169,9 @@ def train_scorer(
         opt.load_state_dict(saved["optim"])
         torch.set_rng_state(saved["torch_rng"])
         state = saved["state"]
-        log.info("resuming after epoch %d (best %s at epoch %s)", state["epoch"], state["best"],
-                 state["best_epoch"])
+        log.info("resuming after epoch %d (best %s at epoch %s, %d epochs without "
+                 "improvement)", state["epoch"], state["best"], state["best_epoch"],
+                 state["bad"])
 
     def save_state() -> None:
         tmp = state_path.with_suffix(".tmp")
@@ -186,7 +192,8 @@ def train_scorer(
         log.info("epoch 0 (untrained): val %s", m0)
 
     last_epoch_s = 0.0
-    while not state["done"] and state["epoch"] < config.epochs:
+    # patience is read afresh (not a stored flag): a rerun with a larger one continues
+    while state["bad"] < config.patience and state["epoch"] < config.epochs:
         budget = config.max_minutes * 60 if config.max_minutes else None
         if budget is not None and state["train_s"] + last_epoch_s > budget:
             log.info("stopping: the next epoch would overrun --max-minutes %.1f",
@@ -227,15 +234,17 @@ def train_scorer(
             state["bad"] += 1
             if state["bad"] >= config.patience:
                 log.info("stopping: %d epochs without improvement", state["bad"])
-                state["done"] = True
         save_state()
 
     if not (output / "scorer.json").is_file():
         raise ScorerError("no epoch was trained (--max-minutes too small?)")
     final = json.loads((output / "scorer.json").read_text(encoding="utf-8"))
     # the run's totals (the best epoch's weights and validation metrics stay as written)
+    stopped_by = ("patience" if state["bad"] >= config.patience
+                  else "epochs" if state["epoch"] >= config.epochs else "max_minutes")
     final.update({"epochs_run": state["epoch"], "train_s": round(state["train_s"], 1),
-                  "peak_rss_mb": _peak_rss_mb(), "history": state["history"]})
+                  "peak_rss_mb": _peak_rss_mb(), "history": state["history"],
+                  "stopped_by": stopped_by})
     (output / "scorer.json").write_text(json.dumps(final, indent=2, sort_keys=True) + "\n",
                                         encoding="utf-8")
     return final
@@ -265,7 +274,8 @@ def fit_scorer(
         "train": _digest([r.model_dump() for r in train_recs]),
         "val": _digest([r.model_dump() for r in val_recs]),
         "store": stats.model_dump(), "embedder": embedder.model_name, "retrieval": retrieval,
-        "structure": [config.rounds, config.reverse_rounds, config.topic_pe],
+        "structure": [config.rounds, config.reverse_rounds, config.topic_pe,
+                      *([config.undirected_rounds] if config.undirected_rounds else [])],
     }
     key = _digest(data_id)
     cache_path = output / "cache" / "examples.npz"

@@ -43,6 +43,9 @@ class ScorerTrainConfig(BaseModel):
     reverse_rounds: int = Field(2, ge=0, le=8, description="DDE reverse rounds (paper: 2)")
     topic_pe: bool = Field(True, description="the topic one-hot in the entity features "
                            "(paper: on)")
+    undirected_rounds: int = Field(0, ge=0, le=8, description="DDE rounds over the triples "
+                                   "taken both ways, after the directed ones (paper: 0; a "
+                                   "KG storing each fact from one side, as MetaQA: 3)")
     hidden: int | None = Field(None, ge=1, description="MLP hidden size (default: the "
                                "embedding dimension, as the paper)")
     seed: int = Field(42, description="random seed (init, order, validation split)")
@@ -54,8 +57,12 @@ class ScorerTrainConfig(BaseModel):
                              "training questions held out for validation")
 
     def identity(self) -> dict[str, Any]:
-        """What a resumed run must agree on."""
-        return self.model_dump(exclude={"epochs", "patience", "max_minutes"})
+        """What a resumed run must agree on (undirected_rounds only when set, so that the
+        states of runs without it stay resumable)."""
+        out = self.model_dump(exclude={"epochs", "patience", "max_minutes"})
+        if not out["undirected_rounds"]:
+            del out["undirected_rounds"]
+        return out
 
 
 # --- examples ------------------------------------------------------------------------------
@@ -173,7 +180,8 @@ def build_example(rec: QARecord, store: GraphReader, embedder: Embedder, cfg: Re
                                  answers.tolist())
     return Example(
         id=rec.id, question=q, entities=np.maximum(rows, 0), non_text=non_text,
-        structure=structure_features(g, train.rounds, train.reverse_rounds, train.topic_pe),
+        structure=structure_features(g, train.rounds, train.reverse_rounds, train.topic_pe,
+                                     train.undirected_rounds),
         head=g.head, rel=rel, tail=g.tail, labels=labels, answers=answers,
         groups=np.array([k for _, k in hits], dtype=np.int64), n_gold=len(gold), kind=kind,
         truncated=g.truncated,

@@ -23,6 +23,7 @@ from talent_core.retrieval.subgraphrag import (
     pseudo_labels,
     resolve_scorer,
     structure_features,
+    structure_size,
     top_k,
 )
 from talent_core.training.subgraphrag import ScorerTrainConfig, fit_scorer
@@ -67,6 +68,35 @@ def test_dde_counts_parallel_triples_and_structure_layout():
     assert s.shape == (4, 2 + 8)
     np.testing.assert_allclose(s[:, :2], [[0, 1], [1, 0], [1, 0], [1, 0]])  # the one-hot
     np.testing.assert_allclose(s[:, 2:4], dde(HEAD, TAIL, _topic(0))[0])
+
+
+def test_dde_undirected_rounds_reach_past_one_hop_and_discount_hubs():
+    """MetaQA stores facts film -> person / value only. From the topic film F0: F1 shares
+    its director D, F2 its year Y (a hub of 5 films); A1, A2 are their actors. Directed
+    rounds say nothing about F1, F2, A1, A2; undirected ones do, the hub counting less."""
+    #          F0 D  F1 Y  F2 F3 F4 F5 A1 A2
+    head = np.array([0, 2, 0, 4, 5, 6, 7, 2, 4])
+    tail = np.array([1, 1, 3, 3, 3, 3, 3, 8, 9])
+    topic = _topic(0, n=10)
+    directed = dde(head, tail, topic, rounds=2, reverse_rounds=2)
+    for x in directed:
+        assert not x[[2, 4, 8, 9], 1].any()  # the topic channel never reaches them
+    out = dde(head, tail, topic, rounds=2, reverse_rounds=2, undirected_rounds=3)
+    assert len(out) == 7
+    for a, b in zip(out[:4], directed, strict=True):
+        np.testing.assert_allclose(a, b)  # the directed rounds are unchanged
+    u1, u2, u3 = (x[:, 1] for x in out[4:])
+    np.testing.assert_allclose(u1[[1, 3]], [1 / 2, 1 / 5])  # D, Y: 1 of 2 / of 5 neighbours
+    np.testing.assert_allclose(u2[[2, 4]], [(1 / 2) / 2, (1 / 5) / 2])  # F1 > F2
+    np.testing.assert_allclose(u3[[8, 9]], [1 / 4, 1 / 10])  # A1 > A2
+    np.testing.assert_allclose(out[4][:, 0] + out[4][:, 1], 1.0)  # every node has a neighbour
+
+    class G:
+        n, head, tail, topic = 4, HEAD, TAIL, _topic(0)
+
+    s = structure_features(G, 2, 2, topic_pe=True, undirected_rounds=3)
+    assert s.shape == (4, structure_size(2, 2, True, 3)) == (4, 2 + 8 + 6)
+    np.testing.assert_allclose(s[:, :10], structure_features(G, 2, 2, topic_pe=True))
 
 
 def test_pseudo_labels_all_directed_shortest_paths():
@@ -175,6 +205,71 @@ def test_training_resumes_and_refuses_another_configuration(toy_scorer, mem_stor
         fit_scorer(_records(1, 2), _records(1), mem_store, bow, cfg,
                    ScorerTrainConfig(epochs=25, lr=0.01, seed=0, select_k=1), copy,
                    progress=False)
+
+
+def _fit(out, epochs: int, patience: int = 25, max_minutes: float | None = None,
+         store=None, bow=None):
+    return fit_scorer(_records(1, 2), _records(1), store, bow, RetrievalConfig(hops=2),
+                      ScorerTrainConfig(epochs=epochs, patience=patience, seed=0, select_k=1,
+                                        max_minutes=max_minutes), out, progress=False)
+
+
+def _weights(d):
+    from safetensors.torch import load_file
+
+    return load_file(str(d / "scorer.safetensors"))
+
+
+def test_an_interrupted_run_resumes_to_the_same_model(mem_store, bow, tmp_path):
+    """Stopped after 2 of 4 epochs (its epoch cap, as a killed run or a spent time budget
+    leaves it), a rerun continues from epoch 3 and ends as one uninterrupted run: the same
+    losses, validation curve, best epoch and weights."""
+    straight = _fit(tmp_path / "straight", 4, store=mem_store, bow=bow)
+    part = _fit(tmp_path / "resumed", 2, store=mem_store, bow=bow)
+    assert part["epochs_run"] == 2 and part["stopped_by"] == "epochs"
+    resumed = _fit(tmp_path / "resumed", 4, store=mem_store, bow=bow)
+    assert resumed["epochs_run"] == 4 and resumed["stopped_by"] == "epochs"
+    assert [h["epoch"] for h in resumed["history"]] == [0, 1, 2, 3, 4]
+    for key in ("loss", "triple_recall@50", "ans_recall@1"):
+        assert [h.get(key) for h in resumed["history"]] == \
+            [h.get(key) for h in straight["history"]], key
+    assert resumed["best_epoch"] == straight["best_epoch"]
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "resumed")
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
+    state = torch.load(tmp_path / "resumed" / "train_state.pt", weights_only=False)
+    assert state["state"]["epoch"] == 4 and len(state["optim"]["state"]) > 0
+
+
+def test_a_run_stopped_by_patience_continues_with_a_larger_one(mem_store, bow, tmp_path):
+    first = _fit(tmp_path / "p", 25, patience=1, store=mem_store, bow=bow)
+    assert first["stopped_by"] == "patience" and first["epochs_run"] < 25
+    again = _fit(tmp_path / "p", 25, patience=1, store=mem_store, bow=bow)
+    assert again["epochs_run"] == first["epochs_run"]  # nothing left: same patience
+    more = _fit(tmp_path / "p", 25, patience=3, store=mem_store, bow=bow)
+    assert more["epochs_run"] > first["epochs_run"]
+    assert [h["epoch"] for h in more["history"]] == list(range(more["epochs_run"] + 1))
+
+
+def test_undirected_rounds_train_save_load_and_retrieve(mem_store, bow, tmp_path):
+    out = tmp_path / "und"
+    meta = fit_scorer(_records(1, 2), _records(1), mem_store, bow, RetrievalConfig(hops=2),
+                      ScorerTrainConfig(epochs=2, seed=0, select_k=1, undirected_rounds=2),
+                      out, progress=False)
+    assert meta["undirected_rounds"] == 2
+    assert meta["training"]["config"]["undirected_rounds"] == 2
+    s = load_scorer(out)
+    assert s.model.undirected_rounds == 2 and s.model.struct == structure_size(2, 2, True, 2)
+    c = retrieve("who directed Gravity", mem_store, bow,
+                 RetrievalConfig(method="subgraphrag", hops=2, top_triples=5, scorer=str(out)),
+                 ["Gravity"])
+    assert 1 <= len(c.edges) <= 5
+    from talent_core.errors import ResumeMismatch
+
+    with pytest.raises(ResumeMismatch):  # a resumed run must keep the structure
+        fit_scorer(_records(1, 2), _records(1), mem_store, bow, RetrievalConfig(hops=2),
+                   ScorerTrainConfig(epochs=3, seed=0, select_k=1), out, progress=False)
 
 
 def test_trained_scorer_ranks_the_gold_triple_first(toy_scorer, mem_store, bow):
