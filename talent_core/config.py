@@ -102,9 +102,11 @@ class Settings(BaseSettings):
     # --- HTTP API (`talent serve`, talent_core/api) ---------------------------------------
     api_host: str = "127.0.0.1"  # loopback by default: other hosts must be allowed on purpose
     api_port: int = Field(8765, ge=1, le=65535)
-    # requests that run the language models at once (the CPU has few cores), and how many
-    # more may wait for a slot; past that an ask is refused with 429 (retrieval is not queued)
-    api_llm_slots: int = Field(1, ge=1)
+    # requests that run the language models at once (a model process each, ~0.8 GB; on 2
+    # cores two keep the asks' pace under concurrent retrieval and loads, bench/README.md),
+    # and how many more may wait for a slot; past that an ask is refused with 429
+    # (retrieval is not queued)
+    api_llm_slots: int = Field(2, ge=1)
     api_llm_queue: int = Field(8, ge=0)
     # the CPU priority (nice, Linux) of the load jobs' thread: a load is background work
     api_load_nice: int = Field(10, ge=0, le=19)
