@@ -203,7 +203,6 @@ class Runtime:
                                    pipe=lambda: self.pipe)  # fmt: skip
         self._pipe: Any = None
         self._pipe_lock = threading.Lock()
-        self._models_lock = threading.Lock()
         self.loads = LoadJobs(self)
         self.started = time.time()
 

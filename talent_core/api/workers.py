@@ -81,6 +81,7 @@ class ModelWorkers:
         self._settings, self._pipe = settings, pipe
         self.models_loaded = False
         self.children: dict[str, Any] = {}  # worker thread name -> its model process
+        self._loading = threading.Lock()  # in-thread: one load of the pipeline's models
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._work, name=f"talent-model-{i}",
                                           daemon=True) for i in range(slots)]  # fmt: skip
@@ -137,11 +138,10 @@ class ModelWorkers:
 
     def _in_thread(self, msg: tuple[Any, ...]) -> Any:
         pipe = self._pipe()  # type: ignore[misc]
-        if msg[0] == "warm":
-            return pipe.load_models()
         if not pipe.models_loaded:
-            pipe.load_models()
-        return pipe.answer(*msg[1], **msg[2])
+            with self._loading:  # two slots' first asks: the second waits for the one load
+                pipe.load_models()
+        return None if msg[0] == "warm" else pipe.answer(*msg[1], **msg[2])
 
     def _spawn(self) -> tuple[Any, Any]:
         ctx = mp.get_context("spawn")  # no fork of a threaded server

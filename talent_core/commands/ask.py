@@ -170,6 +170,8 @@ def ask(
     `talent serve` when there is one: no models loaded here); or, with --stance ARG1 ARG2
     [--graph TEXT], say whether two arguments support or counter each other."""
     setup_logging(verbose)
+    if no_retriever and retriever is not None:
+        raise fail("--no-retriever and --retriever exclude each other")
     if stance is not None:
         if question is not None:
             raise fail("give either a QUESTION or --stance ARG1 ARG2")
@@ -183,8 +185,6 @@ def ask(
         raise fail("--graph needs --stance ARG1 ARG2")
     # before the store opens and the models load: an empty question is said at once
     check_question(question, get_settings().max_question_chars)
-    if no_retriever and retriever is not None:
-        raise fail("--no-retriever and --retriever exclude each other")
     config = retrieval_config(retrieval)
     mode = "no-retriever" if no_retriever else "full"
     # the server's one pipeline has its own models: a model choice here needs this process
@@ -249,8 +249,6 @@ def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, js
     from talent_core.stance import StanceRequest, answer_stance, stance_json
 
     retriever, generator, base_model, adapters, generator_type, frozen_retriever = models
-    if no_retriever and retriever is not None:
-        raise fail("--no-retriever and --retriever exclude each other")
     request = StanceRequest(arg1=args[0], arg2=args[1], graph=graph,
                             mode="no-retriever" if no_retriever else "full")
     pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
