@@ -51,18 +51,23 @@ def default_pipeline() -> Pipeline:
 def api_client() -> ApiClient | None:
     """The `talent serve` the Ask page answers through and the Explore page browses through
     (TALENT_API_URL with TALENT_API_KEY): its models answer, none load in this process;
-    None: the pages work in-process. The one place the choice is made; the Load and
-    Evaluate pages still open the store here."""
+    None: the pages work in-process. The one place the choice is made (Ask, Explore and
+    Load go through the server; Evaluate runs in this process)."""
     return ApiClient.from_settings(get_settings(), discover=False)
 
 
-def store_caption(pipe: Pipeline) -> None:
-    """Where the store is and what it holds, at the foot of the sidebar; an empty store is
-    said plainly on the page."""
+def store_caption(pipe: Pipeline | ApiClient) -> None:
+    """Where the store is and what it holds (``pipe``: a Pipeline, or the ApiClient of the
+    server that holds it), at the foot of the sidebar; an empty store is said plainly on
+    the page."""
     stats = pipe.stats()
     s = get_settings()
-    where = s.data_dir.expanduser().resolve() if s.store == "embedded" else s.neo4j_uri
-    st.sidebar.caption(plain(f"store: {s.store} · {where} · {stats.entities:,} entities, "
+    if isinstance(pipe, ApiClient):
+        kind, where = "via API", pipe.url
+    else:
+        kind = s.store
+        where = s.data_dir.expanduser().resolve() if s.store == "embedded" else s.neo4j_uri
+    st.sidebar.caption(plain(f"store: {kind} · {where} · {stats.entities:,} entities, "
                              f"{stats.triples:,} triples"))
     if stats.triples == 0:
         st.warning(plain(f"The store at {where} is empty: load a KG on the Load page, run "

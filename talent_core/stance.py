@@ -66,7 +66,7 @@ class StanceAnswer(BaseModel):
     adapters_task: str | None = None  # the task the pipeline's adapters were trained on
     notes: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    answer: Answer  # the full answer stage output (candidate, selection, ranked)
+    answer: Answer | None = None  # the answer stage's output (None: from `talent serve`)
 
 
 def stance_candidate(pipe: Pipeline, request: StanceRequest) -> tuple[Candidate, GraphSource]:

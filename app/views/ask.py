@@ -488,8 +488,8 @@ GRAPH_HELP = ("The arguments' explanation graph, ExplaGraphs' format: "
 
 def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
     """The stance task: two arguments (and their explanation graph, optional) -> support /
-    counter with per-label scores and the evidence (`talent_core.stance`); answered in this
-    process (the API server has no stance endpoint)."""
+    counter with per-label scores and the evidence (`talent_core.stance`); by the API
+    server's models when there is one (``client``), else in this process."""
     from talent_core.stance import StanceRequest, answer_stance
 
     arg1 = st.text_area("Argument 1", key="stance_arg1", height=68,
@@ -503,8 +503,8 @@ def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
                          key="stance_use_kg", help="Off, or when the KG gives nothing: the "
                          "stance is decided without a graph, and the answer says so.")
     if client is not None:
-        st.caption("The stance task is answered in this process (the API server has no "
-                   "stance endpoint): the sidebar's adapters apply.")
+        st.caption(plain(f"The stance is decided by the API server at {client.url}: its "
+                         "models and adapters (the sidebar's mode applies)."))
     if st.button("Decide stance", type="primary", key="stance_ask"):
         if not (arg1.strip() and arg2.strip()):
             st.session_state.pop("stance", None)
@@ -514,10 +514,12 @@ def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
                                     use_kg=use_kg,
                                     mode="no-retriever" if mode == "no-retriever" else "full")
             try:
-                ensure_models(pipe)
+                if client is None:
+                    ensure_models(pipe)
                 with st.spinner("Deciding the stance…"):
                     t0 = time.perf_counter()
-                    out = answer_stance(pipe, request)
+                    out = (answer_stance(pipe, request) if client is None else
+                           client.stance(**request.model_dump()))
                     st.session_state["stance"] = (out, time.perf_counter() - t0)
             except Exception as e:  # shown to the analyst, not swallowed
                 st.session_state.pop("stance", None)
@@ -532,6 +534,8 @@ def show_stance(out: Any, wall: float) -> None:
     st.markdown(f"**Stance:** **{plain(out.label)}**")
     who = ("frozen base model (" + " and ".join(out.frozen) + ")" if out.frozen
            else "trained label-task adapters")
+    if out.adapters:  # which adapters answered, by role
+        who += " (" + "; ".join(f"{k}: {v}" for k, v in out.adapters.items()) + ")"
     st.caption(plain(f"ranked over support / counter · {out.generator} generator · {who}"
                      f" · wall {wall:.1f} s"))
     for note in out.notes:
@@ -572,13 +576,6 @@ def page() -> None:
                     help="Question: a question over the KG. Stance: do two arguments support "
                     "or counter each other (ExplaGraphs)?")
     if task != TASKS[0]:
-        if client is not None:
-            try:
-                pipe = get_pipeline(adapters, decode, settings.base_model, generator_type,
-                                    planner)
-            except (FileNotFoundError, TalentError) as e:
-                st.error(plain(str(e)))
-                return
         stance_task(pipe, mode, client)
         return
 

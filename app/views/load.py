@@ -7,7 +7,9 @@ replaces the chosen source instead of adding a new one).
 
 The load runs on a worker thread held in the session state: pressing Cancel reruns this
 page while the load goes on, and the rerun finds the load there, sets its cancel flag and
-goes on drawing its progress."""
+goes on drawing its progress. With an API server (TALENT_API_URL, a write key) the page
+opens no store: the upload goes to POST /v1/loads, the thread polls the job, Cancel is
+DELETE /v1/loads/{id}, and the sources come from /v1/sources."""
 
 from __future__ import annotations
 
@@ -25,9 +27,10 @@ from typing import Any
 
 import streamlit as st
 
+from talent_core.api.client import ApiClient
 from talent_core.config import get_settings
-from talent_core.errors import StoreBusyError
-from talent_core.ui.common import default_pipeline, run_with_progress, store_caption
+from talent_core.errors import ApiClientError, StoreBusyError
+from talent_core.ui.common import api_client, default_pipeline, run_with_progress, store_caption
 from talent_core.ui.safe import error_line, plain, upload_path
 
 AUTO = "auto (from the file name)"
@@ -161,15 +164,66 @@ class LoadJob:
         self.thread.start()
 
 
-def start_load(pipe: Any, upload: Any, fmt: str, options: dict[str, Any]) -> LoadJob:
-    """Write the upload into a private temporary folder and start loading it."""
+    def start_remote(self, client: ApiClient, content: bytes, fmt: str,
+                     options: dict[str, Any]) -> None:
+        """The same job run by the API server: send the upload, then poll it into this
+        job's fields until it ends (a set cancel flag is sent once as DELETE)."""
+        from talent_core.loaders.options import LoadReport
+        from talent_core.models import SourceChange
+
+        def run() -> None:
+            try:
+                opts = {k: v for k, v in options.items() if k != "rejects"}
+                job = client.start_load(self.name, content, fmt, **opts)
+                sent = False
+                while True:
+                    p = job["progress"]
+                    self.total = p.get("total_rows")
+                    self.progress.update(line=p.get("rows") or 0, triples=p.get("triples") or 0)
+                    if job["status"] not in ("queued", "running"):
+                        break
+                    if self.cancel.is_set() and not sent:
+                        sent = True
+                        try:
+                            client.cancel_load(job["id"])
+                        except ApiClientError:  # it ended meanwhile: the next poll says so
+                            pass
+                    time.sleep(0.3)
+                    job = client.load(job["id"])
+                if job["status"] == "failed":
+                    raise ApiClientError(job["error"]["message"], code=job["error"]["code"])
+                result = job["result"] or {"cancelled": True}  # one cancelled while queued
+                self.report = LoadReport.model_validate(
+                    {**result, "source": job["source"], "format": fmt})
+                if result.get("change"):
+                    self.change = SourceChange.model_validate(result["change"])
+                if job["rejects"] and self.rejects is not None:
+                    self.rejects.write_bytes(client.load_rejects(job["id"]))
+            except BaseException as e:  # shown on the page
+                self.error = e
+            finally:
+                self.path.unlink(missing_ok=True)
+            self.seconds = time.perf_counter() - self.t0
+
+        self.thread = threading.Thread(target=run, daemon=True, name="ui-load-remote")
+        self.thread.start()
+
+
+def start_load(pipe: Any, upload: Any, fmt: str, options: dict[str, Any],
+               client: ApiClient | None = None) -> LoadJob:
+    """Write the upload into a private temporary folder and start loading it (by the API
+    server when there is one)."""
     tmp = Path(tempfile.mkdtemp(prefix="talent-upload-"))
     path = upload_path(tmp, upload.name)
-    path.write_bytes(upload.getvalue())
+    content = upload.getvalue()
     rejects = tmp / "rejects.jsonl" if options["on_error"] == "skip" else None
     job = LoadJob(tmp, path, rejects)
     job.name = path.name  # the source name: the upload's (safe) file name
-    job.start(pipe, fmt, {**options, "rejects": rejects})
+    if client is not None:
+        job.start_remote(client, content, fmt, options)
+    else:
+        path.write_bytes(content)
+        job.start(pipe, fmt, {**options, "rejects": rejects})
     return job
 
 
@@ -215,6 +269,8 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
                 st.code(error.raw, language=None)
             st.caption("Nothing of the failing batch was written (on a bad row: fail). "
                        "Choose skip to load the good rows and list the bad ones.")
+        elif isinstance(error, ApiClientError):  # the server's words (its status, code)
+            st.error(plain(str(error)))
         elif error is not None:
             st.error(plain(f"{type(error).__name__}: {error}".replace(str(job.tmp), "")))
         else:
@@ -234,20 +290,39 @@ CONFIRM = "_remove_source"  # the session state's source awaiting the Remove con
 REMOVED = "_removed_source"  # (ok, text): what the last Remove did (shown after its rerun)
 
 
-def sources_report(pipe: Any) -> Any:
+def sources_report(pipe: Any, client: ApiClient | None = None) -> Any:
     """The store's sources (one scan of its triples), or None for a store without them."""
     from talent_core.errors import SourceError
     from talent_core.loaders.sources import list_sources
 
     try:
-        return list_sources(pipe.store)
+        return client.sources() if client is not None else list_sources(pipe.store)
     except SourceError:
+        return None
+    except ApiClientError as e:
+        st.error(plain(str(e)))
         return None
 
 
-def sources_view(pipe: Any, report: Any) -> None:
-    """The store's sources with their counts; Remove one after a confirmation."""
+def remove(pipe: Any, client: ApiClient | None, source: str) -> tuple[bool, str]:
+    """Unload ``source`` (here or by the API server): (done, what to say)."""
     from talent_core.loaders.sources import unload_source
+
+    try:
+        if client is not None:
+            change = client.remove_source(source)
+        else:
+            change = unload_source(pipe.store, source, get_settings().batch_size,
+                                   settings=get_settings())
+    except (StoreBusyError, ApiClientError) as e:  # a load / unload of this store is running
+        return False, error_line(e) if isinstance(e, StoreBusyError) else str(e)
+    return True, (f"removed {change.source!r}: {change.triples_deleted:,} triples, "
+                  f"{change.entities_deleted:,} entities, {change.relations_deleted:,} "
+                  "relations deleted")
+
+
+def sources_view(pipe: Any, report: Any, client: ApiClient | None = None) -> None:
+    """The store's sources with their counts; Remove one after a confirmation."""
 
     st.subheader("Sources")
     if REMOVED in st.session_state:
@@ -277,16 +352,7 @@ def sources_view(pipe: Any, report: Any) -> None:
         y, n = st.columns(2)
         if y.button("Yes, remove it", type="primary", key="remove_confirm"):
             st.session_state.pop(CONFIRM, None)
-            try:
-                change = unload_source(pipe.store, pending, get_settings().batch_size,
-                                       settings=get_settings())
-            except StoreBusyError as e:  # a CLI load / unload of this store is running
-                st.session_state[REMOVED] = (False, error_line(e))
-            else:
-                st.session_state[REMOVED] = (True, (
-                    f"removed {change.source!r}: {change.triples_deleted:,} triples, "
-                    f"{change.entities_deleted:,} entities, {change.relations_deleted:,} "
-                    "relations deleted"))
+            st.session_state[REMOVED] = remove(pipe, client, pending)
             st.rerun()  # the table and the sidebar's counts as they are now
         if n.button("Cancel", key="remove_cancel"):
             st.session_state.pop(CONFIRM, None)
@@ -296,11 +362,15 @@ def page() -> None:
     from talent_core.loaders import FORMATS
 
     st.title("Load data")
-    pipe = default_pipeline()
+    client = api_client()
+    # with an API server this process opens no store: the server loads
+    pipe = default_pipeline() if client is None else None
     job: LoadJob | None = st.session_state.get(JOB)
     running = job is not None
+    if client is not None:
+        st.caption(plain(f"Loading through the API server at {client.url} (a write key)."))
     if not running:  # a running load's counts are its own (and the store is busy with it)
-        store_caption(pipe)
+        store_caption(pipe or client)
     limit_mb = get_settings().max_upload_mb
     upload = st.file_uploader(
         "KG file", key="upload",
@@ -333,7 +403,7 @@ def page() -> None:
                                 key="limit")
         dry_run = st.checkbox("dry run: check every row, write nothing", key="dry_run")
     fmt = guessed if fmt_choice == AUTO else fmt_choice
-    sources = sources_report(pipe) if not running else None
+    sources = sources_report(pipe, client) if not running else None
     replace = replace_choice(sources)
     if st.button("Load", type="primary", key="load",
                  disabled=upload is None or not fmt or too_big):
@@ -348,11 +418,11 @@ def page() -> None:
                 options["columns"] = columns.strip()
             if replace is not None and not dry_run:
                 options["replace"] = replace
-            job = st.session_state[JOB] = start_load(pipe, upload, fmt, options)
+            job = st.session_state[JOB] = start_load(pipe, upload, fmt, options, client)
     if job is not None:
-        follow_load(pipe, job, caption=running)
+        follow_load(pipe or client, job, caption=running)
     else:
-        sources_view(pipe, sources)
+        sources_view(pipe, sources, client)
 
 
 NEW = "a new source (the file name; the same name adds to it)"

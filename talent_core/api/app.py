@@ -55,8 +55,10 @@ from talent_core.api.schemas import (
     Neighbours,
     PathLoadRequest,
     RetrieveRequest,
+    StanceRequestIn,
     entity_kg_id,
     entity_token,
+    load_options,
 )
 from talent_core.api.sources import router as sources_router
 from talent_core.api.workers import ModelWorkers
@@ -246,11 +248,13 @@ class LoadJob:
     the loader's `on_commit`."""
 
     def __init__(self, tmp: Path, path: Path, fmt: str | None, on_error: str, source: str,
-                 owned: bool = True, replace: str | None = None):
+                 owned: bool = True, replace: str | None = None,
+                 options: dict[str, Any] | None = None):
         self.id = uuid.uuid4().hex[:12]
         self.tmp, self.path, self.format, self.on_error, self.source = (
             tmp, path, fmt, on_error, source)
         self.replace = replace  # the source this file replaces (`talent load --replace`)
+        self.options = options or {}  # delimiter, columns, limit, dry_run (`talent load`'s)
         self.owned = owned  # an upload's copy (removed once loaded), not a server-side file
         self.rejects = tmp / "rejects.jsonl" if on_error == "skip" else None
         self.status = "queued"
@@ -261,6 +265,7 @@ class LoadJob:
         self.seconds = 0.0
         self.result: dict[str, Any] | None = None
         self.error: tuple[str, str] | None = None
+        self.cancel = threading.Event()  # DELETE /v1/loads/{id}: stop at a batch boundary
 
     def out(self) -> LoadJobOut:
         el = (time.perf_counter() - self.t0) if self.t0 and self.status == "running" \
@@ -335,6 +340,17 @@ class LoadJobs:
                 job = self._queue.pop(0)
             self._one(job)
 
+    def cancel(self, job: LoadJob) -> None:
+        """A queued job leaves the queue (nothing of it was written); a running one stops at
+        its next batch boundary (the batches before stay complete), as the UI's Cancel."""
+        with self._cond:
+            if job in self._queue:
+                self._queue.remove(job)
+                job.status = "cancelled"
+                shutil.rmtree(job.tmp, ignore_errors=True)  # ours; a server-side file stays
+                return
+        job.cancel.set()
+
     def _one(self, job: LoadJob) -> None:
         def on_commit(p: Any) -> None:  # the loader's writer thread
             job.rows, job.triples = p.through_line, p.triples_committed
@@ -343,7 +359,7 @@ class LoadJobs:
         try:
             job.total_rows = count_rows(job.path)
             options = {"on_commit": on_commit, "progress": False, "on_error": job.on_error,
-                       "rejects": job.rejects}
+                       "rejects": job.rejects, "cancel": job.cancel.is_set, **job.options}
             change = None
             if job.replace is None:
                 report = self.rt.pipe.load(job.path, job.format, **options)
@@ -698,6 +714,30 @@ def create_app(settings: Settings | None = None,
         finally:
             slot.release()
 
+    @app.post("/v1/stance", tags=["ask"])
+    def stance(req: StanceRequestIn, _: Read) -> dict[str, Any]:
+        """The stance task (ExplaGraphs; `talent ask --stance --json`'s shape): ``support``
+        or ``counter`` with both labels' scores, the evidence nodes and edges, which models
+        decided it; through the model queue like an ask."""
+        from talent_core.stance import StanceRequest, stance_json
+
+        rt.niced()
+        request = StanceRequest(**req.model_dump())
+        slot = rt.llm.admit()
+        waited = time.perf_counter()
+        try:
+            with slot:
+                held = time.perf_counter()
+                out = rt.models.stance(request)
+                done = time.perf_counter()
+        finally:
+            slot.release()
+        doc = stance_json(out)
+        doc["timings_ms"] = {**doc.get("timings_ms", {}),
+                             "model_queue": round((held - waited) * 1000, 1),
+                             "model_slot": round((done - held) * 1000, 1)}
+        return doc
+
     # --- OpenAI-compatible chat -----------------------------------------------------------
     @app.post("/v1/chat/completions", tags=["ask"])
     def chat_completions(req: ChatRequest, _: Read) -> Any:
@@ -804,12 +844,12 @@ def create_app(settings: Settings | None = None,
             truncated=sub.truncated)
 
     # --- loads ------------------------------------------------------------------------------
-    limit = settings.max_upload_mb * 1024 * 1024
+    max_bytes = settings.max_upload_mb * 1024 * 1024
 
     too_large_message = (f"the upload is larger than the limit of {settings.max_upload_mb} MB "
                          "(TALENT_MAX_UPLOAD_MB)")
     # the multipart envelope (boundaries, headers, the form fields) may add a little
-    app.add_middleware(UploadLimit, path="/v1/loads", limit=limit + 64 * 1024,
+    app.add_middleware(UploadLimit, path="/v1/loads", limit=max_bytes + 64 * 1024,
                        message=too_large_message)
 
     def too_large() -> ApiError:
@@ -818,7 +858,7 @@ def create_app(settings: Settings | None = None,
     def small_enough(request: Request) -> None:
         """An announced body over the limit is refused before it is read."""
         size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > limit + 64 * 1024:
+        if size is not None and size.isdigit() and int(size) > max_bytes + 64 * 1024:
             raise too_large()
 
     load_dirs = allowed_dirs(settings.api_load_dirs)
@@ -833,14 +873,23 @@ def create_app(settings: Settings | None = None,
                    format: Annotated[str | None, Form()] = None,
                    on_error: Annotated[str, Form(pattern="^(fail|skip)$")] = "fail",
                    replace: Annotated[str | None, Form(min_length=1)] = None,
+                   delimiter: Annotated[str | None, Form(min_length=1)] = None,
+                   columns: Annotated[str | None, Form(min_length=1)] = None,
+                   limit: Annotated[int | None, Form(ge=1)] = None,
+                   dry_run: Annotated[bool, Form()] = False,
                    ) -> LoadJobOut:
         """Queue a load (one load at a time); poll /v1/loads/{id}. Either a multipart upload
         (``file``), or JSON ``{"path": ..., "format": ..., "on_error": ...}``: a file on the
         server under a folder the operator allows (TALENT_API_LOAD_DIRS; none by default:
         403). ``format``: one of `talent load`'s; omitted, guessed from the file name;
         ``replace``: a source the file replaces (`talent load --replace`; the job's result
-        has the change: added / removed / unchanged)."""
+        has the change: added / removed / unchanged); ``delimiter``, ``columns``, ``limit``,
+        ``dry_run``: `talent load`'s options."""
         replaced = by_path.replace if by_path is not None else replace
+        options = (by_path.options() if by_path is not None
+                   else load_options(delimiter, columns, limit, dry_run))
+        if replaced is not None and options.get("dry_run"):
+            raise ApiError(422, "dry_run: a replace cannot be a dry run", field="dry_run")
         if replaced is not None:  # an unknown source is refused now, not in the job
             from talent_core.loaders.sources import find_source
 
@@ -852,7 +901,8 @@ def create_app(settings: Settings | None = None,
             path = checked_load_path(by_path.path, load_dirs)
             fmt = load_format(by_path.format, path.name)
             job = LoadJob(Path(tempfile.mkdtemp(prefix="talent-api-load-")), path, fmt,
-                          by_path.on_error, str(path), owned=False, replace=by_path.replace)
+                          by_path.on_error, str(path), owned=False, replace=by_path.replace,
+                          options=options)
             rt.loads.submit(job)
             return job.out()
         if file is None:
@@ -867,13 +917,13 @@ def create_app(settings: Settings | None = None,
             with path.open("wb") as f:
                 for chunk in iter(lambda: file.file.read(1 << 20), b""):
                     size += len(chunk)
-                    if size > limit:
+                    if size > max_bytes:
                         raise too_large()
                     f.write(chunk)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # nothing of a refused request stays
             raise
-        job = LoadJob(tmp, path, fmt, on_error, name, replace=replace)
+        job = LoadJob(tmp, path, fmt, on_error, name, replace=replace, options=options)
         rt.loads.submit(job)
         return job.out()
 
@@ -886,6 +936,17 @@ def create_app(settings: Settings | None = None,
     @app.get("/v1/loads/{job_id}", tags=["loads"])
     def load_status(job_id: str, _: Read) -> LoadJobOut:
         return job_of(job_id).out()
+
+    @app.delete("/v1/loads/{job_id}", tags=["loads"])
+    def cancel_load(job_id: str, _: Write) -> LoadJobOut:
+        """Cancel a load: a queued one leaves the queue, a running one stops at its next
+        batch boundary (the batches committed before stay complete in the store; poll until
+        its status is ``cancelled``); one that ended is left as it is (409)."""
+        job = job_of(job_id)
+        if job.status not in ("queued", "running"):
+            raise ApiError(409, f"load job {job_id} already ended ({job.status})")
+        rt.loads.cancel(job)
+        return job.out()
 
     @app.get("/v1/loads/{job_id}/rejects", tags=["loads"])
     def load_rejects(job_id: str, _: Read) -> FileResponse:

@@ -15,8 +15,10 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -24,7 +26,15 @@ from talent_core.api.schemas import entity_token
 from talent_core.config import Settings
 from talent_core.errors import ApiClientError
 from talent_core.explore import EXPLORE_CAPS, EntityMatch, Evidence, Hop
-from talent_core.models import Answer, Edge, Entity, StoreStats, Subgraph
+from talent_core.models import (
+    Answer,
+    Edge,
+    Entity,
+    SourceChange,
+    SourcesReport,
+    StoreStats,
+    Subgraph,
+)
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +128,24 @@ class RemoteAnswer(BaseModel):
     missing: dict[str, list[str]] = Field(default_factory=dict)  # topic -> closest names
 
 
+def multipart(fields: dict[str, str | None], file: tuple[str, str, bytes]) -> tuple[bytes, str]:
+    """A multipart/form-data body (the fields that are not None, then the file) and its
+    content type."""
+    boundary = "talent-" + uuid.uuid4().hex
+    parts = []
+    for k, v in fields.items():
+        if v is not None:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"'
+                         f"\r\n\r\n{v}\r\n".encode())
+    field, name, content = file
+    safe = name.replace('"', "_").replace("\r", "_").replace("\n", "_")
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; '
+                 f'filename="{safe}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+                 .encode() + content + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
 class ApiClient:
     """A few calls of the HTTP API, returning the pipeline's own pydantic models."""
 
@@ -145,15 +173,20 @@ class ApiClient:
                                  "(create a read key with `talent keys create`)")
         return cls(url, key)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = None if body is None else json.dumps(body).encode("utf-8")
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None,
+              raw: tuple[bytes, str] | None = None, parse: bool = True) -> Any:
+        """One request: a JSON ``body`` or ``raw`` (bytes, content type); the JSON answer
+        (``parse`` False: its bytes)."""
+        data, ctype = (json.dumps(body).encode("utf-8"), "application/json") \
+            if body is not None else raw if raw is not None else (None, None)
         req = urllib.request.Request(
             self.url + path, data=data, method=method,
             headers={"Authorization": f"Bearer {self._key}", "Accept": "application/json",
-                     **({"Content-Type": "application/json"} if data is not None else {})})
+                     **({"Content-Type": ctype} if ctype is not None else {})})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as r:  # noqa: S310 (http(s) URL from settings)
-                return json.loads(r.read())
+                out = r.read()
+                return json.loads(out) if parse else out
         except urllib.error.HTTPError as e:
             try:
                 err = json.loads(e.read()).get("error", {})
@@ -167,6 +200,50 @@ class ApiClient:
 
     def stats(self) -> StoreStats:
         return StoreStats.model_validate(self._call("GET", "/v1/stats"))
+
+    # --- the stance task ------------------------------------------------------------------
+    def stance(self, arg1: str, arg2: str, graph: str | None = None, use_kg: bool = True,
+               mode: str = "full") -> Any:
+        """POST /v1/stance: support / counter decided by the server's models (a
+        `stance.StanceAnswer` without the full answer-stage output)."""
+        from talent_core.stance import StanceAnswer  # not on `talent ask`'s import path
+
+        out = self._call("POST", "/v1/stance", {"arg1": arg1, "arg2": arg2, "graph": graph,
+                                                 "use_kg": use_kg, "mode": mode})
+        return StanceAnswer.model_validate(out)
+
+    # --- sources and loads (the Load page) ------------------------------------------------
+    def sources(self) -> SourcesReport:
+        return SourcesReport.model_validate(self._call("GET", "/v1/sources"))
+
+    def remove_source(self, source: str) -> SourceChange:
+        """DELETE /v1/sources/{source}: `talent unload`."""
+        return SourceChange.model_validate(
+            self._call("DELETE", "/v1/sources/" + quote(source, safe="")))
+
+    def start_load(self, name: str, content: bytes, fmt: str | None = None,
+                   on_error: str = "fail", replace: str | None = None,
+                   delimiter: str | None = None, columns: str | None = None,
+                   limit: int | None = None, dry_run: bool = False) -> dict[str, Any]:
+        """POST /v1/loads with the file as a multipart upload (`talent load`'s options);
+        the job (poll `load`)."""
+        fields = {"on_error": on_error, "format": fmt, "replace": replace,
+                  "delimiter": delimiter, "columns": columns,
+                  "limit": None if limit is None else str(limit),
+                  "dry_run": "true" if dry_run else None}
+        body, ctype = multipart(fields, ("file", name, content))
+        return self._call("POST", "/v1/loads", raw=(body, ctype))
+
+    def load(self, job_id: str) -> dict[str, Any]:
+        """GET /v1/loads/{id}: status, progress (rows, triples/s, ETA), result or error."""
+        return self._call("GET", f"/v1/loads/{quote(job_id, safe='')}")
+
+    def cancel_load(self, job_id: str) -> dict[str, Any]:
+        return self._call("DELETE", f"/v1/loads/{quote(job_id, safe='')}")
+
+    def load_rejects(self, job_id: str) -> bytes:
+        """The job's rejected rows (JSON lines)."""
+        return self._call("GET", f"/v1/loads/{quote(job_id, safe='')}/rejects", parse=False)
 
     def entities(self, q: str, k: int = 10) -> list[EntityMatch]:
         """GET /v1/entities: the entities for a typed name (`explore.find_entities`)."""

@@ -38,6 +38,18 @@ class AskRequest(RetrieveRequest):
     view: Literal["cli", "ui"] | None = None
 
 
+class StanceRequestIn(_Strict):
+    """The stance task (ExplaGraphs, `talent ask --stance`): two arguments, their explanation
+    graph when the client has one (``(a; rel; b)(c; rel; d)``); with none, ``use_kg``
+    retrieves a candidate from the loaded KG, else the stance is decided without a graph."""
+
+    arg1: str = Field(min_length=1)
+    arg2: str = Field(min_length=1)
+    graph: str | None = None
+    use_kg: bool = True
+    mode: Literal["full", "no-retriever"] = "full"
+
+
 class PathLoadRequest(_Strict):
     """A load of a file on the server (under a folder of TALENT_API_LOAD_DIRS)."""
 
@@ -46,6 +58,25 @@ class PathLoadRequest(_Strict):
     on_error: Literal["fail", "skip"] = "fail"
     replace: str | None = Field(None, min_length=1, description="a source (name or id) the "
                                 "file replaces, as `talent load --replace`")
+    delimiter: str | None = Field(None, min_length=1, description="triples files: the "
+                                  "column delimiter (`talent load --delimiter`)")
+    columns: str | None = Field(None, min_length=1, description="triples files: which "
+                                "columns hold head, relation, tail (`--columns`)")
+    limit: int | None = Field(None, ge=1, description="load only the first N rows")
+    dry_run: bool = Field(False, description="check every row, write nothing")
+
+    def options(self) -> dict[str, Any]:
+        """The `talent load` options given (delimiter, columns, limit, dry_run)."""
+        return load_options(self.delimiter, self.columns, self.limit, self.dry_run)
+
+
+def load_options(delimiter: str | None, columns: str | None, limit: int | None,
+                 dry_run: bool) -> dict[str, Any]:
+    """The loader options a load request gave (those left out keep `talent load`'s
+    defaults)."""
+    given = {"delimiter": delimiter, "columns": columns, "limit": limit}
+    return {**{k: v for k, v in given.items() if v is not None},
+            **({"dry_run": True} if dry_run else {})}
 
 
 class ChatMessage(BaseModel):

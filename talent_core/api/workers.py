@@ -39,9 +39,19 @@ def _portable(e: BaseException) -> BaseException:
         return TalentError(str(e)) if isinstance(e, TalentError) else RuntimeError(text)
 
 
+def _run(pipe: Any, msg: tuple[Any, ...]) -> Any:
+    """One message's work on a pipeline whose models are loaded: ("answer", args, kwargs)
+    `Pipeline.answer`, ("stance", request) `stance.answer_stance`."""
+    if msg[0] == "stance":
+        from talent_core.stance import answer_stance
+
+        return answer_stance(pipe, msg[1])
+    return pipe.answer(*msg[1], **msg[2])
+
+
 def _child(conn: Any, settings: Any) -> None:
-    """The model process: a Pipeline of its own; ("warm",) or ("answer", args, kwargs)
-    messages in, (ok, result or exception) out, until the server closes the pipe."""
+    """The model process: a Pipeline of its own; ("warm",) or `_run`'s messages in, (ok,
+    result or exception) out, until the server closes the pipe."""
     import os
 
     from talent_core.embedding_numpy import share_cores_with
@@ -64,7 +74,7 @@ def _child(conn: Any, settings: Any) -> None:
                     pipe.planner  # noqa: B018  (loads the planner once)
                     out: Any = True
                 else:
-                    out = pipe.answer(*msg[1], **msg[2])
+                    out = _run(pipe, msg)
                 conn.send((True, out))
             except BaseException as e:  # handed to the waiting request
                 conn.send((False, _portable(e)))
@@ -92,6 +102,10 @@ class ModelWorkers:
     def answer(self, *args: Any, **kwargs: Any) -> Any:
         """`Pipeline.answer(*args, **kwargs)` on a model worker; its Answer (or exception)."""
         return self._submit(("answer", args, kwargs))
+
+    def stance(self, request: Any) -> Any:
+        """`stance.answer_stance(pipe, request)` on a model worker; its StanceAnswer."""
+        return self._submit(("stance", request))
 
     def warm(self) -> None:
         """Load the language models (in each child, or the injected pipeline's)."""
@@ -141,7 +155,7 @@ class ModelWorkers:
         if not pipe.models_loaded:
             with self._loading:  # two slots' first asks: the second waits for the one load
                 pipe.load_models()
-        return None if msg[0] == "warm" else pipe.answer(*msg[1], **msg[2])
+        return None if msg[0] == "warm" else _run(pipe, msg)
 
     def _spawn(self) -> tuple[Any, Any]:
         ctx = mp.get_context("spawn")  # no fork of a threaded server

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json as _json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -177,7 +178,7 @@ def ask(
             raise fail("give either a QUESTION or --stance ARG1 ARG2")
         _ask_stance(stance, graph, no_retriever, json, verbose, retrieval=retrieval,
                     models=(retriever, generator, base_model, adapters, generator_type,
-                            frozen_retriever))
+                            frozen_retriever), local=local)
         return
     if question is None:
         raise fail("give a QUESTION (or --stance ARG1 ARG2)")
@@ -242,23 +243,33 @@ def ask(
 
 
 def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, json: bool,
-                verbose: bool, *, retrieval: dict[str, Any], models: tuple) -> None:
-    """`talent ask --stance ARG1 ARG2 [--graph TEXT]` (`talent_core.stance`), in this
-    process (a running `talent serve` has no stance endpoint)."""
+                verbose: bool, *, retrieval: dict[str, Any], models: tuple,
+                local: bool = False) -> None:
+    """`talent ask --stance ARG1 ARG2 [--graph TEXT]` (`talent_core.stance`): by a running
+    `talent serve` (POST /v1/stance) as a question is, else in this process."""
     from talent_core.errors import TalentError
     from talent_core.stance import StanceRequest, answer_stance, stance_json
 
     retriever, generator, base_model, adapters, generator_type, frozen_retriever = models
     request = StanceRequest(arg1=args[0], arg2=args[1], graph=graph,
                             mode="no-retriever" if no_retriever else "full")
-    pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
-                        adapters, frozen_retriever, None, None, generator_type=generator_type)
-    try:
-        out = answer_stance(pipe, request)
-    except TalentError as e:
-        raise fail_with(e) from None
-    finally:
-        pipe.close()
+    names = ("--retriever", "--generator", "--base-model", "--adapters", "--generator-type",
+             "--frozen-retriever")
+    model_options = [n for n, given in zip(names, models, strict=True) if given]
+    # /v1/stance takes no retrieval settings: given ones are answered here
+    model_options += [f"--{k.replace('_', '-')}" for k in retrieval]
+    out = None if local else _on_server(lambda c: c.stance(**request.model_dump()),
+                                        model_options)
+    if out is None:
+        pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
+                            adapters, frozen_retriever, None, None,
+                            generator_type=generator_type)
+        try:
+            out = answer_stance(pipe, request)
+        except TalentError as e:
+            raise fail_with(e) from None
+        finally:
+            pipe.close()
     if json:
         typer.echo(printable_json(stance_json(out)))
         return
@@ -266,6 +277,8 @@ def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, js
         echo(f"note: {note}")
     frozen = f", frozen: {' and '.join(out.frozen)}" if out.frozen else ""
     echo(f"stance: {out.label}   [{out.generator} generator{frozen}]")
+    for role, what in out.adapters.items():  # which adapters answered
+        echo(f"  {role}: {what}")
     for sc in out.scores:
         echo(f"  {sc.score:9.3f}  {sc.label}  (p={sc.prob:.2f})")
     source = {"given": "the given graph", "kg": "retrieved from the KG", "none": "none"}
@@ -283,6 +296,23 @@ def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str 
     None when there is none to use (said in one log line when one is up but cannot be used:
     no key, a model option given, unreachable). A server named by TALENT_API_URL that fails
     is an error; a discovered one that cannot be reached is passed over."""
+    def call(client: Any) -> Any:
+        empty_store_notice(client)
+        return client.ask(question, topics, mode=mode, decode=check_decode(decode), view="cli",
+                          **retrieval)
+
+    got = _on_server(call, model_options)
+    if got is None:
+        return None
+    frozen_notice(got.answer.frozen)
+    return got.answer, got.document
+
+
+def _on_server(call: Callable[[Any], Any], model_options: list[str]) -> Any:
+    """``call(client)`` on a running `talent serve`, or None when there is none to use
+    (said in one log line when one is up but cannot be used: no key, a model option given,
+    unreachable). A server named by TALENT_API_URL that fails is an error; a discovered one
+    that cannot be reached is passed over."""
     from talent_core.api.client import ApiClient
     from talent_core.errors import ApiClientError
 
@@ -294,21 +324,18 @@ def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str 
     if client is None:
         return None
     if model_options:
-        log.warning("not asking talent serve at %s: %s choose(s) models of this process; "
+        log.warning("not asking talent serve at %s: %s appl(y/ies) to this process only; "
                     "answering here", client.url, ", ".join(model_options))
         return None
     try:
-        empty_store_notice(client)
-        got = client.ask(question, topics, mode=mode, decode=check_decode(decode), view="cli",
-                         **retrieval)
+        got = call(client)
     except ApiClientError as e:
         if e.status is None and not settings.api_url:
             log.warning("%s; answering here", e)
             return None
         raise fail_with(e) from None
     log.info("answered by talent serve at %s", client.url)
-    frozen_notice(got.answer.frozen)
-    return got.answer, got.document
+    return got
 
 
 def answer_json(ans, evidence: list[Evidence] | None = None) -> dict:

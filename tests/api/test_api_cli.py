@@ -81,7 +81,7 @@ def test_without_a_key_the_cli_answers_itself_and_says_why(api_env, served):
 def test_a_model_option_keeps_the_ask_local(api_env, api_keys, served):
     out = talent_ask(api_env, "--json", "--planner", "none", key=api_keys["read"])
     assert out.returncode == 0, out.stderr
-    assert "--planner choose(s) models of this process" in out.stderr
+    assert "--planner appl(y/ies) to this process only" in out.stderr
     assert "answered by talent serve" not in out.stderr
 
 
@@ -145,3 +145,66 @@ def test_the_client_browses_as_the_store_does(api_env, api_keys, served):
         assert len(first.nodes) == 2 and first.truncated
     finally:
         pipe.close()
+
+
+STANCE_ARGS = ["--stance", "Cannabis should be legal.", "Marijuana is harmless.",
+               "--graph", "(cannabis; synonym of; marijuana)(marijuana; not capable of; harm)"]
+
+
+def test_stance_through_the_server_prints_what_the_local_stance_prints(api_env, api_keys,
+                                                                         served):
+    env = {k: v for k, v in os.environ.items() if k not in ("TALENT_API_KEY", "TALENT_API_URL")}
+    # named: test_a_stale_discovery_file_is_ignored removed the announcement
+    env.update(api_env, TALENT_API_KEY=api_keys["read"], TALENT_API_URL=served[0])
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "talent_core", "ask", *STANCE_ARGS, "-v",
+                               *extra], env=env, capture_output=True, text=True, timeout=300,
+                              cwd=env["TALENT_DATA_DIR"])
+
+    remote, local = run("--json"), run("--json", "--local")
+    assert "loading" not in remote.stderr.lower()  # no model load in the CLI process
+    assert remote.returncode == 0 and "answered by talent serve" in remote.stderr, remote.stderr
+    assert local.returncode == 0 and "answered by talent serve" not in local.stderr
+    r, lo = json.loads(remote.stdout), json.loads(local.stdout)
+    assert r["label"] in ("support", "counter") and r["graph_source"] == "given"
+    assert without_timings(r) == without_timings(lo)
+    bad = run("--graph", "(a; b)")  # the later --graph wins
+    assert bad.returncode == 2 and "graph:" in bad.stderr and bad.stdout == ""
+
+
+def test_the_client_loads_lists_and_removes_a_source(api_env, api_keys, served):
+    """What the Load page does through `talent serve`: a multipart upload polled to the
+    end with exact counts and its rejected rows, the sources listed, one removed."""
+    import time
+
+    from talent_core.api.client import ApiClient
+    from talent_core.errors import ApiClientError
+
+    base, _ = served
+    client = ApiClient(base, api_keys["write"])
+    before = client.stats()
+    rows = [f"Client Film {i}|directed_by|Client Person {i % 3}" for i in range(40)]
+    rows.insert(7, "no pipes here")
+    job = client.start_load("client_kb.txt", ("\n".join(rows) + "\n").encode(), "metaqa",
+                            on_error="skip")
+    deadline = time.time() + 60
+    while job["status"] in ("queued", "running"):
+        assert time.time() < deadline, job
+        time.sleep(0.05)
+        job = client.load(job["id"])
+    assert job["status"] == "done", job
+    assert (job["result"]["loaded"], job["result"]["rejected"]) == (40, 1)
+    assert b"no pipes here" in client.load_rejects(job["id"])
+    info = {s.name: s for s in client.sources().sources}["client_kb.txt"]
+    assert info.triples == 40 and info.rejected == 1
+    assert client.stats().triples == before.triples + 40
+    change = client.remove_source("client_kb.txt")
+    assert change.triples_deleted == 40 and change.entities_deleted == 43
+    assert client.stats() == before
+    with pytest.raises(ApiClientError) as e:
+        client.remove_source("client_kb.txt")
+    assert e.value.status == 404
+    with pytest.raises(ApiClientError) as e:
+        ApiClient(base, api_keys["read"]).start_load("x_kb.txt", b"A|r|B\n", "metaqa")
+    assert e.value.status == 403

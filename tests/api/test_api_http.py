@@ -299,3 +299,107 @@ def test_the_models_answer_in_a_child_process_that_restarts(client, api_keys):
     third = rt.models.children["talent-model-0"]
     assert third.pid not in (first.pid, second.pid) and third.is_alive()
     assert not rt.llm.admitted and not rt.llm.running  # every slot given back
+
+
+STANCE = {"arg1": "Cannabis should be legal.",
+          "arg2": "It's not a bad thing to make marijuana more available.",
+          "graph": "(cannabis; synonym of; marijuana)(legal; causes; more available)"}
+
+
+def test_stance_endpoint_answers_the_task_and_checks_its_input(client, api_keys):
+    """POST /v1/stance: `talent ask --stance --json`'s shape through the model queue; bad
+    graph text and an empty argument are 422s naming the problem; a key is needed."""
+    from talent_core.stance import StanceAnswer
+
+    h = auth(api_keys["read"])
+    r = client.post("/v1/stance", headers=h, json=STANCE)
+    assert r.status_code == 200, r.text
+    out = StanceAnswer.model_validate(r.json())  # the shape, the full answer left out
+    assert out.label in ("support", "counter") and out.label == out.scores[0].label
+    assert out.graph_source == "given" and out.graph_nodes == 4
+    assert "answer" not in r.json() and {"model_queue", "model_slot"} <= set(out.timings_ms)
+    no_graph = client.post("/v1/stance", headers=h, json={**STANCE, "graph": None,
+                                                           "use_kg": False}).json()
+    assert no_graph["graph_source"] == "none"
+    assert any("without a graph" in n for n in no_graph["notes"])
+    bad = error_of(client.post("/v1/stance", headers=h, json={**STANCE, "graph": "(a; b)"}), 422)
+    assert bad["message"].startswith("graph:")
+    assert error_of(client.post("/v1/stance", headers=h, json={**STANCE, "arg2": ""}),
+                    422)["field"] == "arg2"
+    assert error_of(client.post("/v1/stance", headers=h, json={**STANCE, "mode": "x"}),
+                    422)["field"] == "mode"
+    assert error_of(client.post("/v1/stance", json=STANCE), 401)
+
+
+def test_a_load_is_cancelled_queued_or_running(api_env, api_keys):
+    """DELETE /v1/loads/{id}: a queued load leaves the queue with nothing written; a
+    running one stops at a batch boundary with the batches before it complete; an ended
+    one is a 409 (`talent load`'s and the Load page's Cancel, over HTTP)."""
+    from fastapi.testclient import TestClient
+
+    from talent_core.api.app import create_app
+
+    w, h = auth(api_keys["write"]), auth(api_keys["read"])
+    pool = [f"Cancel Film {i}" for i in range(60)]
+    rows = "".join(f"{a}|rel{k}|{b}\n" for k in range(2) for a in pool for b in pool)  # 7,200
+    with TestClient(create_app(api_settings(api_env, batch_size=100))) as c:
+        first = c.post("/v1/loads", headers=w, data={"format": "metaqa"},
+                       files={"file": ("cancel_big_kb.txt", rows.encode())}).json()
+        second = c.post("/v1/loads", headers=w, data={"format": "metaqa"},
+                        files={"file": ("cancel_queued_kb.txt", b"Queued A|r|Queued B\n")})
+        second = second.json()
+        r = c.delete(f"/v1/loads/{second['id']}", headers=h)
+        assert error_of(r, 403)  # cancelling is a write
+        r = c.delete(f"/v1/loads/{second['id']}", headers=w)
+        assert r.status_code == 200 and r.json()["status"] == "cancelled", r.text
+        deadline = time.time() + 60
+        # once its first batch is committed
+        while (job := c.get(f"/v1/loads/{first['id']}", headers=h).json())[
+                "progress"]["triples"] == 0:
+            assert time.time() < deadline and job["status"] in ("queued", "running"), job
+            time.sleep(0.01)
+        assert job["status"] == "running", job
+        committed = job["progress"]["triples"]
+        assert c.delete(f"/v1/loads/{first['id']}", headers=w).status_code == 200
+        while job["status"] in ("queued", "running"):
+            assert time.time() < deadline, job
+            time.sleep(0.05)
+            job = c.get(f"/v1/loads/{first['id']}", headers=h).json()
+        assert job["status"] == "cancelled" and job["result"]["cancelled"], job
+        loaded = job["result"]["loaded"]
+        assert committed <= loaded < 7200 and loaded % 100 == 0, job
+        assert error_of(c.delete(f"/v1/loads/{first['id']}", headers=w), 409)
+        sources = {s["name"]: s for s in c.get("/v1/sources", headers=h).json()["sources"]}
+        assert "cancel_queued_kb.txt" not in sources
+        assert sources["cancel_big_kb.txt"]["triples"] == loaded
+        # the store as it was for the other tests
+        assert c.delete("/v1/sources/cancel_big_kb.txt", headers=w).status_code == 200
+
+
+def test_load_options_over_http(client, api_keys):
+    """`talent load`'s options on POST /v1/loads: a dry run of the first rows of a file with
+    its own delimiter writes nothing; a replace cannot be a dry run."""
+    w, h = auth(api_keys["write"]), auth(api_keys["read"])
+    before = client.get("/v1/stats", headers=h).json()
+    rows = "subj;pred;obj\n" + "".join(f"Opt Film {i};directed_by;Opt Person {i}\n"
+                                        for i in range(10))
+    r = client.post("/v1/loads", headers=w, files={"file": ("opts.csv", rows.encode())},
+                    data={"format": "triples", "delimiter": ";",
+                          "columns": "head=subj,relation=pred,tail=obj",
+                          "limit": "4", "dry_run": "true"})
+    assert r.status_code == 202, r.text
+    job, deadline = r.json(), time.time() + 60
+    while job["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.05)
+        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    assert job["status"] == "done", job
+    assert job["result"]["dry_run"] and job["result"]["rows_read"] == 4
+    assert job["result"]["loaded"] == 4 and job["result"]["rejected"] == 0
+    assert client.get("/v1/stats", headers=h).json() == before
+    r = client.post("/v1/loads", headers=w, files={"file": ("opts.csv", rows.encode())},
+                    data={"format": "triples", "delimiter": ";", "dry_run": "true",
+                          "replace": "kb.txt"})
+    assert error_of(r, 422)["field"] == "dry_run"
+    r = client.post("/v1/loads", headers=w, files={"file": ("opts.csv", rows.encode())},
+                    data={"format": "triples", "limit": "0"})
+    assert error_of(r, 422)["field"] == "limit"

@@ -94,9 +94,13 @@ def test_ask_full_answer_with_evidence_graph_export_and_history(use_toy, tmp_pat
     assert any("text generator" in c.value for c in at.caption)  # which generator answered
 
 
-def test_ask_graph_prompt_generator_missing_is_said(use_toy):
-    """Choosing the graph-prompt generator where none is trained: a plain error, no crash."""
+def test_ask_graph_prompt_generator_missing_is_said(use_toy, tmp_path):
+    """Choosing the graph-prompt generator where none is trained (an adapters directory
+    without generator-graph/; the bundled one ships): a plain error, no crash."""
     at = _app()
+    at.selectbox(key="adapters").set_value("directory…")
+    at.run()
+    next(t for t in at.text_input if t.label.startswith("Directory with")).input(str(tmp_path))
     at.selectbox(key="generator_type").set_value("graph-prompt")
     at.run()
     assert not at.exception, at.exception
@@ -330,6 +334,61 @@ def test_ask_page_answers_through_a_real_api_server(use_toy, tmp_path, monkeypat
         assert any(f"API server at {url}" in c.value.replace("\\", "") for c in at.caption)
         edges = at.dataframe[0].value
         assert "Alfonso Cuarón" in set(edges["dst"]) | set(edges["src"])
+        # the Stance task: decided by the server (POST /v1/stance), no model loads here
+        at = _app()
+        at.radio(key="task").set_value("Stance (ExplaGraphs)")
+        at.run()
+        at.text_area(key="stance_arg1").input("Cannabis should be legal.")
+        at.text_area(key="stance_arg2").input("Marijuana is harmless.")
+        at.text_area(key="stance_graph").input("(cannabis; synonym of; marijuana)")
+        at.button(key="stance_ask").click()
+        at.run()
+        _ok(at)
+        assert any(f"API server at {url}" in c.value.replace("\\", "") for c in at.caption)
+        assert re.search(r"Stance:\*\* \*\*(support|counter)", _texts(at)), _texts(at)
+        # Load: the upload goes to the server (a write key); this process opens no store
+        import talent_core.ui.common as ui_common
+
+        def no_store(*a, **k):
+            raise AssertionError("the Load page opened the store in the UI process")
+
+        wrec, wkey = keys.create("ui-test-write", "write")
+        monkeypatch.setenv("TALENT_API_KEY", wkey)
+        get_settings.cache_clear()
+        before = httpx.get(url + "/v1/stats", headers={"Authorization": f"Bearer {key}"}).json()
+        at = _app()  # the Ask page (it reads the store's counts here)
+        monkeypatch.setattr(ui_common, "default_pipeline", no_store)
+        at.switch_page("views/load.py")
+        at.run()
+        at.file_uploader(key="upload").set_value((
+            "ui_api.txt", b"Api Ui Film|directed_by|Api Ui Person\nbad row\n"
+            b"Api Ui Film|release_year|2040\n", "text/plain"))
+        at.selectbox(key="load_format").set_value("metaqa")
+        at.radio(key="on_error").set_value("skip")
+        at.run()
+        at.button(key="load").click()
+        at.run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        assert any("Loaded: ui_api.txt" in s.value.replace("\\", "") for s in at.warning)
+        metrics = {m.label: m.value for m in at.metric}
+        assert (metrics["triples loaded"], metrics["rejected"]) == ("2", "1")
+        assert 2 in set(at.dataframe[1].value["line"])  # the rejected row, from the server
+        at.switch_page("views/load.py")
+        at.run()
+        _ok(at)
+        table = at.dataframe[-1].value
+        assert "ui_api.txt" in set(table["name"])
+        at.selectbox(key="remove_choice").set_value("ui_api.txt")
+        at.button(key="remove_source").click()
+        at.run()
+        at.button(key="remove_confirm").click()
+        at.run()
+        _ok(at)
+        assert any("removed 'ui_api.txt'" in x.value.replace("\\", "") for x in at.success)
+        after = httpx.get(url + "/v1/stats", headers={"Authorization": f"Bearer {key}"}).json()
+        assert after == before
+        keys.revoke(wrec.id)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
