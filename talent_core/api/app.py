@@ -157,7 +157,9 @@ def background_priority(nice: int) -> None:
     if nice <= 0:
         return
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+        tid = threading.get_native_id()  # relative: a server started niced stays below it
+        os.setpriority(os.PRIO_PROCESS, tid, min(os.getpriority(os.PRIO_PROCESS, tid) + nice,
+                                                 19))
     except (AttributeError, OSError) as e:
         log.info("a thread keeps its priority: %s", e)
 

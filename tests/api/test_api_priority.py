@@ -57,7 +57,7 @@ def test_model_work_keeps_its_priority_while_requests_run_niced(api_env, api_key
     from talent_core.api.app import create_app
 
     base = os.getpriority(os.PRIO_PROCESS, 0)
-    if base > 9:
+    if base > 10:  # niced by 9 more, relative to the server's own (at most 19)
         pytest.skip(f"the test process already runs at nice {base}")
     pipe = RecordingPipeline()
     app = create_app(api_settings(api_env, api_browse_nice=9), pipeline_factory=lambda: pipe)
