@@ -108,9 +108,10 @@ class Settings(BaseSettings):
     # (retrieval is not queued)
     api_llm_slots: int = Field(2, ge=1)
     api_llm_queue: int = Field(8, ge=0)
-    # the CPU priority (nice, Linux) of the load jobs' thread: a load is background work
+    # how many nice steps (Linux) the load jobs' thread runs below the server: a load is
+    # background work
     api_load_nice: int = Field(10, ge=0, le=19)
-    # the CPU priority of the request threads (retrieval, search, browsing); the model slots'
+    # the same for the request threads (retrieval, search, browsing); the model slots'
     # work runs on threads of its own at the server's priority, so on a busy machine the
     # queued asks keep their pace (0: everything at one priority)
     api_browse_nice: int = Field(10, ge=0, le=19)
