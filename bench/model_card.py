@@ -106,7 +106,14 @@ def card(metas: dict[str, Any], results: dict[str, Any]) -> str:
               "with the planner, the ends of its planned relation paths; free decoding can "
               "name anything, as in the paper.",
               f"- Produced by `bench/llm_metaqa.sh`: the retriever at commit {r.git_commit}, "
-              f"the generator at commit {g.git_commit}."]
+              f"the generator at commit {g.git_commit}.",
+              "",
+              "## Other adapters in this folder",
+              "- `generator-graph/`: the MetaQA graph-prompt generator (G-Retriever's soft "
+              "prompt + LoRA), for `--generator-type graph-prompt` and the UI's *Generator* "
+              "box; not the default. Its card: `MODEL_CARD_graph_prompt.md`.",
+              "- `explagraphs/{retriever,generator}`: the ExplaGraphs (stance, label-task) "
+              "adapters the stance task uses. Their card: `explagraphs/MODEL_CARD.md`."]
     return "\n".join(lines) + "\n"
 
 

@@ -57,7 +57,10 @@ def main() -> int:
         t0 = time.time()
         wait.until(lambda d: "Stance:" in d.find_element(*main_area).text)
         seconds = round(time.time() - t0, 1)
-        time.sleep(2)
+        # the scores table is a canvas grid: drawn a moment after the text arrives
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, '[data-testid="stDataFrame"] '
+                                                              'canvas'))
+        time.sleep(4)
         text = driver.find_element(*main_area).text
         driver.save_screenshot(str(args.out))
         shown = [ln for ln in text.splitlines()

@@ -155,6 +155,10 @@ class Settings(BaseSettings):
     # the generator: "text" (the paper: the context as CSV rows; adapters' generator/) or
     # "graph-prompt" (G-Retriever: the rows plus GNN soft tokens; adapters' generator-graph/)
     generator_type: GeneratorType = "text"
+    # the stance task's mode where a request names none: "no-retriever" (the whole graph to
+    # the generator) scores higher with the shipped ExplaGraphs adapters on the validation
+    # part than "full" (the label retriever selects evidence first); bench/README.md
+    stance_mode: Literal["full", "no-retriever"] = "no-retriever"
     # the relation-path planner that re-weights ranked answers (`retrieval.planner`; beyond
     # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's,
     # Freebase's), else the zero-shot one; "zero-shot" = the anchors' relation paths ranked

@@ -81,6 +81,8 @@ class Pipeline:
         self.question_format: QuestionFormat = question_format or self.settings.question_format
         self.base_model = base_model
         spec = adapters or self.settings.adapters
+        self.adapters_spec = spec  # the stance task reads it (`stance.label_models`)
+        self.frozen_retriever = frozen_retriever
         self.generator_type: GeneratorType = generator_type or self.settings.generator_type
         default_r, default_g = resolve_adapters(spec, base_model or self.settings.base_model,
                                                 self.generator_type if generator_dir is None

@@ -4,9 +4,14 @@ explanation graph, in; ``support`` / ``counter`` with per-label scores and evide
 The candidate S is the user's graph when given (the paper's setting: the whole explanation
 graph), else what the loaded KG retrieves for the two arguments, else nothing (the answer
 then says it was answered without a graph). The label task needs label-task adapters
-(trained on ExplaGraphs); when the pipeline's adapters were trained for another task, the
-frozen base model answers in their place and the answer says so (``frozen``, ``notes``):
-a KGQA adapter prompted for a stance is neither the trained model nor the base one.
+(trained on ExplaGraphs): the pipeline's own when they are label-task ones (given by flag),
+else the ExplaGraphs adapters shipped for the base model
+(``adapters/<base>/explagraphs/{retriever,generator}``), attached to the weights the
+pipeline already loaded (a second LoRA pair on one base model); only when neither exists, or
+the pipeline was asked for no adapters (``--adapters none``, ``--frozen-retriever``), does the
+frozen base model answer, and the answer says so (``frozen``, ``notes``): a KGQA adapter
+prompted for a stance is neither the trained model nor the base one. ``adapters`` names
+what answered in each role.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
@@ -36,13 +42,17 @@ log = logging.getLogger(__name__)
 
 GraphSource = Literal["given", "kg", "none"]
 NO_GRAPH_NOTE = "answered without a graph"
+LABEL_DIR = "explagraphs"  # the shipped label-task adapters, under the base model's dir
+LABEL_ADAPTER = "explagraphs-{role}"  # their names on the pipeline's LoadedLM
+ROLES = ("retriever", "generator")
 
 
 class StanceRequest(BaseModel):
     arg1: str
     arg2: str
     graph: str | None = None  # `(a; rel; b)(c; rel; d)`; None / blank: none given
-    mode: Mode = "full"  # "full" (retriever selects evidence) or "no-retriever"
+    # "full" (the retriever selects evidence) or "no-retriever"; None: settings.stance_mode
+    mode: Mode | None = None
     use_kg: bool = True  # with no graph: retrieve one from the loaded KG
 
 
@@ -64,6 +74,7 @@ class StanceAnswer(BaseModel):
     generator: GeneratorType = "text"
     frozen: list[str] = Field(default_factory=list)  # roles that ran without an adapter
     adapters_task: str | None = None  # the task the pipeline's adapters were trained on
+    adapters: dict[str, str] = Field(default_factory=dict)  # role -> what answered in it
     notes: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     answer: Answer | None = None  # the answer stage's output (None: from `talent serve`)
@@ -88,11 +99,37 @@ def stance_candidate(pipe: Pipeline, request: StanceRequest) -> tuple[Candidate,
     return Candidate(question=question, method="none"), "none"
 
 
+def bundled_label_dirs(base_model: str) -> dict[str, Path]:
+    """The shipped ExplaGraphs (label-task) adapter directories for ``base_model``, by
+    role (none: an empty dict)."""
+    from talent_core.pipeline import bundled_adapters_dir
+
+    root = bundled_adapters_dir(base_model) / LABEL_DIR
+    return {role: root / role for role in ROLES if (root / role / "talent_meta.json").is_file()}
+
+
+def _described(role: RetrieverModel | GeneratorModel) -> str:
+    """What answers in a role, for the answer: the adapter's directory (the package's
+    relative to it) and dataset, or "frozen"."""
+    if role.adapter is None:
+        return "frozen base model"
+    path = role.lm.paths.get(role.adapter)
+    meta = role.meta
+    where = str(path) if path is not None else role.adapter
+    package = Path(__file__).resolve().parent
+    if path is not None and path.resolve().is_relative_to(package):
+        where = "bundled " + path.resolve().relative_to(package.parent).as_posix()
+    return where + (f" ({meta.dataset}, task {meta.task})" if meta and meta.dataset else "")
+
+
 def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | None]:
-    """The retriever and generator for the label task: the pipeline's own when their
-    adapters were trained on it, else the frozen base model on the same loaded weights
-    (prompted for the label task); and the adapters' task (None: no adapter)."""
+    """The retriever and generator for the label task and the pipeline's adapters' task
+    (None: no adapter). Per role: the pipeline's own when trained on the label task; else
+    the shipped ExplaGraphs adapter (attached once to the loaded weights) unless the
+    pipeline was told to use none (``--adapters none``; ``--frozen-retriever`` for the
+    retriever); else the frozen base model prompted for the label task."""
     from talent_core.llm.generator import GeneratorModel
+    from talent_core.llm.loading import attach_adapter
     from talent_core.llm.retriever import RetrieverModel
 
     r, g = pipe.models
@@ -100,8 +137,22 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
     if r.task == "label" and g.task == "label":
         return r, g, trained
     s = pipe.settings
-    return (RetrieverModel(r.lm, None, "label", s.retriever_max_new_tokens),
-            GeneratorModel(g.lm, None, "label", s.generator_max_new_tokens), trained)
+    spec = pipe.adapters_spec
+    shipped = {} if spec == "none" else bundled_label_dirs(r.lm.base_name)
+    if pipe.frozen_retriever:
+        shipped.pop("retriever", None)
+    names: dict[str, str | None] = {}
+    for role, own in (("retriever", r), ("generator", g)):
+        if own.adapter is not None and own.meta is not None and own.meta.task == "label":
+            names[role] = own.adapter
+        elif role in shipped:
+            names[role] = LABEL_ADAPTER.format(role=role)
+            attach_adapter(r.lm, names[role], shipped[role])
+        else:
+            names[role] = None
+    return (RetrieverModel(r.lm, names["retriever"], "label", s.retriever_max_new_tokens),
+            GeneratorModel(g.lm, names["generator"], "label", s.generator_max_new_tokens),
+            trained)
 
 
 def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
@@ -115,7 +166,8 @@ def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
             raise TextInputError(f"{name}: {e}") from None
     candidate, source = stance_candidate(pipe, request)
     retriever, generator, trained = label_models(pipe)
-    mode: Mode = request.mode if candidate.nodes else "no-retriever"
+    wanted: Mode = request.mode or pipe.settings.stance_mode
+    mode: Mode = wanted if candidate.nodes else "no-retriever"
     ans = answer_stage(candidate, mode, "ranked", retriever, generator, pipe.store, t0=t0)
     # the retriever only ran in mode "full" (`Pipeline.frozen_in`)
     ans.frozen = [r for r in ans.frozen if mode == "full" or r == "generator"]
@@ -134,12 +186,13 @@ def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
         notes.append(f"no graph given: the candidate ({len(candidate.nodes)} nodes) was "
                      "retrieved from the loaded KG")
     if ans.frozen:
-        why = ("no ExplaGraphs (label-task) adapters" if trained not in (None, "label")
-               else "no trained adapter")
-        notes.append(f"{why}: the frozen base model answered as "
+        notes.append("no ExplaGraphs (label-task) adapters: the frozen base model answered as "
                      + " and ".join(ans.frozen)
                      + (f" (the loaded adapters were trained for {trained!r})"
                         if trained not in (None, "label") else ""))
+    used = {"generator": _described(generator)}
+    if mode == "full":
+        used = {"retriever": _described(retriever), **used}
     names = {n.id: n.name for n in candidate.nodes}
     evidence = ([n.name for n in ans.selection.selected] if ans.selection is not None else [])
     edges = [(names.get(e.src, e.src), e.rel, names.get(e.dst, e.dst)) for e in ans.edges]
@@ -148,7 +201,7 @@ def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
         arg1=request.arg1.strip(), arg2=request.arg2.strip(), label=scores[0].label,
         scores=scores, evidence=evidence, evidence_edges=edges, graph_source=source,
         graph_nodes=len(candidate.nodes), generator=ans.generator, frozen=ans.frozen,
-        adapters_task=trained, notes=notes, timings_ms=ans.timings_ms, answer=ans,
+        adapters_task=trained, adapters=used, notes=notes, timings_ms=ans.timings_ms, answer=ans,
     )
 
 

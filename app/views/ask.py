@@ -486,7 +486,7 @@ GRAPH_HELP = ("The arguments' explanation graph, ExplaGraphs' format: "
               "(concept; relation; concept)(concept; relation; concept)…")
 
 
-def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
+def stance_task(pipe: Pipeline, client: ApiClient | None) -> None:
     """The stance task: two arguments (and their explanation graph, optional) -> support /
     counter with per-label scores and the evidence (`talent_core.stance`); by the API
     server's models when there is one (``client``), else in this process."""
@@ -502,17 +502,21 @@ def stance_task(pipe: Pipeline, mode: str, client: ApiClient | None) -> None:
     use_kg = st.checkbox("With no graph given, retrieve one from the loaded KG", value=True,
                          key="stance_use_kg", help="Off, or when the KG gives nothing: the "
                          "stance is decided without a graph, and the answer says so.")
+    full = st.checkbox("The LLM retriever selects the evidence first", key="stance_full",
+                       value=get_settings().stance_mode == "full",
+                       help="Off (the default, TALENT_STANCE_MODE): the whole graph goes to "
+                       "the generator, which scores higher with the shipped ExplaGraphs "
+                       "adapters; on: the label retriever picks evidence nodes first.")
     if client is not None:
         st.caption(plain(f"The stance is decided by the API server at {client.url}: its "
-                         "models and adapters (the sidebar's mode applies)."))
+                         "models and adapters."))
     if st.button("Decide stance", type="primary", key="stance_ask"):
         if not (arg1.strip() and arg2.strip()):
             st.session_state.pop("stance", None)
             st.warning("Type both arguments first, then press Decide stance.")
         else:
             request = StanceRequest(arg1=arg1, arg2=arg2, graph=graph_text or None,
-                                    use_kg=use_kg,
-                                    mode="no-retriever" if mode == "no-retriever" else "full")
+                                    use_kg=use_kg, mode="full" if full else "no-retriever")
             try:
                 if client is None:
                     ensure_models(pipe)
@@ -576,7 +580,7 @@ def page() -> None:
                     help="Question: a question over the KG. Stance: do two arguments support "
                     "or counter each other (ExplaGraphs)?")
     if task != TASKS[0]:
-        stance_task(pipe, mode, client)
+        stance_task(pipe, client)
         return
 
     carry = st.session_state.pop("_carry", None)

@@ -47,7 +47,7 @@ class StanceRequestIn(_Strict):
     arg2: str = Field(min_length=1)
     graph: str | None = None
     use_kg: bool = True
-    mode: Literal["full", "no-retriever"] = "full"
+    mode: Literal["full", "no-retriever"] | None = None  # None: the server's stance_mode
 
 
 class PathLoadRequest(_Strict):

@@ -252,7 +252,7 @@ def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, js
 
     retriever, generator, base_model, adapters, generator_type, frozen_retriever = models
     request = StanceRequest(arg1=args[0], arg2=args[1], graph=graph,
-                            mode="no-retriever" if no_retriever else "full")
+                            mode="no-retriever" if no_retriever else None)
     names = ("--retriever", "--generator", "--base-model", "--adapters", "--generator-type",
              "--frozen-retriever")
     model_options = [n for n, given in zip(names, models, strict=True) if given]

@@ -82,6 +82,7 @@ def evaluate_stance(pipe: Pipeline, records: Sequence[ExplaGraphsRecord], mode: 
                     "p50": round(statistics.median(lat), 1), "max": max(lat)} if lat else None,
         generator=last.generator if last else None, frozen=last.frozen if last else [],
         adapters_task=last.adapters_task if last else None,
+        adapters=last.adapters if last else {},
         notes=[n for n in (last.notes if last else []) if "frozen" in n],
     )
     return summary, rows
@@ -89,14 +90,22 @@ def evaluate_stance(pipe: Pipeline, records: Sequence[ExplaGraphsRecord], mode: 
 
 def use_label_models(pipe: Pipeline) -> None:
     """The report's models for ExplaGraphs: the label-task ones of `stance.label_models`
-    (adapters trained for another task give way to the frozen base model, said in the log;
-    the run configuration then names no adapter directory)."""
+    (the shipped ExplaGraphs adapters when the loaded ones serve another task; the frozen
+    base model where there is none, said in the log); the run configuration then names the
+    adapter directories that answer."""
     r, g, trained = label_models(pipe)
     if (r, g) == pipe.models:
         return
-    log.warning("ExplaGraphs: no label-task adapters%s: the frozen base model answers",
-                f" (the loaded ones were trained for {trained!r})" if trained else "")
-    pipe.use_models(r, g, adapters=False)  # the loaded weights, prompted for the label task
+    if r.adapter is None and g.adapter is None:
+        log.warning("ExplaGraphs: no label-task adapters%s: the frozen base model answers",
+                    f" (the loaded ones were trained for {trained!r})" if trained else "")
+        pipe.use_models(r, g, adapters=False)  # the loaded weights, prompted for the label task
+        return
+    pipe.use_models(r, g)
+    pipe.retriever_dir = r.lm.paths.get(r.adapter) if r.adapter else None
+    pipe.generator_dir = g.lm.paths.get(g.adapter) if g.adapter else None
+    log.info("ExplaGraphs: label-task adapters answer (retriever %s, generator %s)",
+             pipe.retriever_dir or "frozen", pipe.generator_dir or "frozen")
 
 
 def with_stance(results: list[dict[str, Any]], rows: Sequence[dict[str, Any]], fmt: str

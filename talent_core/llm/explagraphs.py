@@ -5,6 +5,10 @@ shown (i) the explanation graph, (ii) both arguments and (iii) the gold label, a
 the nodes on the critical reasoning path; those nodes become V* for the retriever's weighted
 objective. The generator is still trained on the label. The whole (small) graph is S.
 
+The 135M base model gives almost no usable annotation, so the shipped retriever is trained on
+a rule instead (`path_gold`): the nodes on the graph's shortest paths linking a concept of
+argument 1 to a concept of argument 2 (concepts matched by content-word overlap).
+
 Annotations are cached in JSONL, one line per example keyed by a hash of the example and the
 annotator; re-running annotates only what is missing. Names the annotator gives that are not
 nodes of the graph are dropped (pseudo-gold must lie in S); ``raw`` keeps its output.
@@ -16,6 +20,8 @@ import csv
 import hashlib
 import json
 import logging
+import re
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -171,3 +177,88 @@ def annotate(
     log.info("annotations: %d new, %d cached, %d with no node of the graph", fresh,
              len(out) - fresh, empty)
     return out
+
+
+_STOP = frozenset("""a an the of to in on for and or but is are was were be been being it its
+this that these those as at by with from not no do does did can could should would will may
+might must have has had they them their he she his her we our you your i me my so than then
+there if into about more most very all any some such only also just""".split())
+
+
+def content_words(text: str) -> set[str]:
+    """Lowercase word stems (a crude suffix cut) of ``text`` without stopwords: what
+    `path_gold` matches concepts to arguments by."""
+    out = set()
+    for w in re.findall(r"[a-z0-9]+", text.lower()):
+        if w in _STOP or len(w) < 3:
+            continue
+        for suf in ("ing", "ies", "es", "ed", "s"):
+            if w.endswith(suf) and len(w) - len(suf) >= 3:
+                w = w[: -len(suf)]
+                break
+        out.add(w)
+    return out
+
+
+class PathGold(BaseModel):
+    nodes: list[str]  # pseudo-gold node names (lowercase), in graph order
+    rule: str  # "path" (arg1 -> arg2 paths), "overlap" (one side matched) or "all"
+
+
+def path_gold(record: ExplaGraphsRecord) -> PathGold:
+    """Pseudo-gold V* by rule (the annotator the paper uses does not run here): every node on
+    a shortest undirected path from a concept sharing a content word with argument 1 to one
+    sharing a content word with argument 2 ("path"; concepts matching both count as matched
+    and link what only one argument names); when one side matches no concept, the
+    matched concepts and their neighbours ("overlap"); when neither does, the whole graph
+    ("all", the paper's S)."""
+    order: list[str] = []
+    adj: dict[str, set[str]] = {}
+    for a, _, b in record.triples:
+        a, b = a.lower(), b.lower()
+        for c in (a, b):
+            if c not in adj:
+                adj[c] = set()
+                order.append(c)
+        adj[a].add(b)
+        adj[b].add(a)
+    w1, w2 = content_words(record.arg1), content_words(record.arg2)
+    m1 = [c for c in order if content_words(c) & w1]
+    m2 = [c for c in order if content_words(c) & w2]
+    if m1 and m2:
+        # a concept matching both arguments would be a path of length 0: link what only
+        # one argument names, where there is such, and keep the shared concepts too
+        src_set = [c for c in m1 if c not in m2] or m1
+        dst_set = [c for c in m2 if c not in m1] or m2
+        on_path: set[str] = set(m1) & set(m2)
+        for src in src_set:
+            dist, parents = {src: 0}, {src: set()}  # BFS keeping every shortest parent
+            queue = deque([src])
+            while queue:
+                u = queue.popleft()
+                for v in adj[u]:
+                    if v not in dist:
+                        dist[v] = dist[u] + 1
+                        parents[v] = {u}
+                        queue.append(v)
+                    elif dist[v] == dist[u] + 1:
+                        parents[v].add(u)
+            reach = [t for t in dst_set if t in dist]
+            if not reach:
+                continue
+            best = min(dist[t] for t in reach)
+            stack = [t for t in reach if dist[t] == best]
+            walked: set[str] = set()
+            while stack:  # walk every shortest path back to src
+                v = stack.pop()
+                if v not in walked:
+                    walked.add(v)
+                    stack.extend(parents[v])
+            on_path |= walked
+        if on_path:
+            return PathGold(nodes=[c for c in order if c in on_path], rule="path")
+    matched = set(m1) | set(m2)
+    if matched:
+        near = matched | {v for c in matched for v in adj[c]}
+        return PathGold(nodes=[c for c in order if c in near], rule="overlap")
+    return PathGold(nodes=list(order), rule="all")

@@ -55,6 +55,11 @@ class GeneratorModel(Role):
             self.prompter = GraphPrompter(load_graph_prompt(path, lm.device), embed, store)
         self.text_budget = text_budget if text_budget is not None else (
             self.meta.text_budget if self.meta else None)
+        # label task: a per-label offset added to the label's score (``ranking`` key
+        # ``bias_<label>``), tuned on a validation split (`training.tune.choose_label_bias`)
+        # so that a model leaning to one label is re-centred; none: 0
+        tuned = self.meta.ranking if self.meta else {}
+        self.label_bias = {label: float(tuned.get(f"bias_{label}", 0.0)) for label in LABELS}
 
     @property
     def kind(self) -> GeneratorType:
@@ -97,6 +102,9 @@ class GeneratorModel(Role):
         rendered = self._rendered(question, context)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names,
                                prefix=self.soft_prompt(context))
+        if self.task == "label" and any(self.label_bias.values()):
+            scored = [replace(s, score=s.score + self.label_bias.get(s.name, 0.0))
+                      for s in scored]
         return sorted(scored, key=lambda x: -x.score)
 
     def _rendered(self, question: str, context: GraphView) -> Rendered:

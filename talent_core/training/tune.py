@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from talent_core.evaluation.metrics import name_set
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.ranking import Scored, select_top
+from talent_core.questions import LABELS
 from talent_core.text import answer_key
 
 log = logging.getLogger(__name__)
@@ -128,3 +129,30 @@ def tune(
                            "hit@1": hit1}
     result["generator_curve"] = g_curve
     return result
+
+
+BIASES = tuple(x / 10 for x in range(-60, 61))  # offsets on the second label's score, nats
+
+
+def label_scores(rows: Sequence[tuple[dict[str, float], str]], bias: float,
+                 labels: Sequence[str] = LABELS) -> dict[str, float]:
+    """Accuracy and balanced accuracy of ``rows`` ((label -> score), gold) when ``bias`` is
+    added to the score of ``labels[1]`` (ties go to ``labels[0]``)."""
+    first, second = labels
+    right = {label: [0, 0] for label in labels}
+    for scores, gold in rows:
+        label = second if scores[second] + bias > scores[first] else first
+        right[gold][0] += label == gold
+        right[gold][1] += 1
+    per = [r / n for r, n in right.values() if n]
+    return {"bias": bias, "accuracy": sum(r for r, _ in right.values()) / max(1, len(rows)),
+            "balanced_accuracy": sum(per) / max(1, len(per))}
+
+
+def choose_label_bias(rows: Sequence[tuple[dict[str, float], str]],
+                      biases: Sequence[float] = BIASES) -> dict[str, float]:
+    """The offset on the second label's score with the best BALANCED accuracy on a
+    validation split (the held-out rows need not lean to a label as the split does; ties:
+    the smaller offset). Contextual calibration in its simplest form: one offset per label."""
+    return max((label_scores(rows, b) for b in biases),
+               key=lambda p: (round(p["balanced_accuracy"], 9), -abs(p["bias"])))

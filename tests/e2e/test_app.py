@@ -6,19 +6,14 @@ import math
 from pathlib import Path
 
 import pytest
+from app_helpers import ask
 from streamlit.testing.v1 import AppTest
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "main.py")
 
 
 def _ask_gravity(at: AppTest) -> None:
-    """Type the question and its topic, press Ask; the page must render without errors."""
-    at.text_input(key="question").input("who directed Gravity")
-    at.text_input(key="topic").input("Gravity")
-    at.button(key="ask").click()
-    at.run()
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
+    ask(at, "who directed Gravity", topic="Gravity")
 
 
 def test_app_shows_candidate_evidence(use_toy):

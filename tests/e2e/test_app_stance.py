@@ -52,6 +52,16 @@ def test_stance_with_graph_then_kg_then_none(stance_page):
     assert any("frozen base model" in w for w in texts(at.warning))
     labels = set(at.dataframe[0].value["label"])
     assert labels == {"support", "counter"}
+    # the default stance mode (no retriever): the whole graph is the evidence
+    assert at.checkbox(key="stance_full").value is False
+    assert any("whole graph was the evidence" in c for c in texts(at.caption))
+    assert any(r"frozen base model \(generator\)" in c for c in texts(at.caption))
+    at.checkbox(key="stance_full").set_value(True)  # the label retriever selects first
+    decide(at, "Cannabis should be legal.", "Marijuana is harmless **really**.",
+           "(cannabis; synonym of; marijuana)(marijuana; is a; <b>harmless</b>)")
+    assert any(r"frozen base model \(retriever and generator\)" in c
+               for c in texts(at.caption))
+    at.checkbox(key="stance_full").set_value(False)
     assert "<b>" not in md  # graph text reaches the page as plain text
     # no graph: the loaded (toy) KG gives the candidate
     decide(at, "Gravity was directed by Alfonso Cuarón.", "Alfonso Cuarón made Gravity.")

@@ -35,7 +35,7 @@ def test_graph_candidate_merges_concepts_without_case() -> None:
 
 
 def test_stance_with_a_given_graph(pipe) -> None:
-    out = answer_stance(pipe, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH))
+    out = answer_stance(pipe, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH, mode="full"))
     assert out.label in ("support", "counter") and out.label == out.scores[0].label
     assert sorted(s.label for s in out.scores) == ["counter", "support"]
     assert math.isclose(sum(s.prob for s in out.scores), 1.0, abs_tol=1e-3)
@@ -59,6 +59,16 @@ def test_stance_no_retriever_mode(pipe) -> None:
     out = answer_stance(pipe, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH, mode="no-retriever"))
     assert out.answer.selection is None and out.evidence == []
     assert len(out.evidence_edges) == 3  # the whole graph went to the generator
+    assert out.frozen == ["generator"]
+
+
+def test_a_request_without_a_mode_takes_the_settings_stance_mode(pipe, monkeypatch) -> None:
+    assert pipe.settings.stance_mode == "no-retriever"  # the default (validation-chosen)
+    out = answer_stance(pipe, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH))
+    assert out.answer.selection is None and out.frozen == ["generator"]
+    monkeypatch.setattr(pipe, "settings", pipe.settings.model_copy(update={"stance_mode": "full"}))
+    out = answer_stance(pipe, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH))
+    assert out.answer.selection is not None and out.frozen == ["retriever", "generator"]
 
 
 @pytest.mark.parametrize("graph,problem", [("(a; b)", "has 2 parts"),
@@ -115,3 +125,137 @@ def test_evaluate_stance_rows(pipe) -> None:
     assert summary["accuracy"] == sum(r["correct"] for r in rows) / 2
     assert rows[0]["id"] == recs[0].id and set(rows[0]["scores"]) == {"support", "counter"}
     assert summary["frozen"] == ["retriever", "generator"] and summary["latency_ms"]["p50"] > 0
+
+
+def _tiny_adapters(tiny_dir, root, task: str, seed: int) -> None:
+    """A retriever and a generator adapter (non-zero LoRA) for ``task`` under ``root``."""
+    import torch
+
+    from talent_core.config import Settings
+    from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
+
+    settings = Settings(model_cache_dir=root / "cache", _env_file=None)
+    for i, kind in enumerate(("retriever", "generator")):
+        model, _, _ = load_base(str(tiny_dir), settings)
+        model = add_lora(model, lora_config())
+        torch.manual_seed(seed + i)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, 0.5)
+        save_adapter(model, root / kind, meta_for(model, kind, task=task, max_length=2048,
+                                                  dataset="explagraphs" if task == "label"
+                                                  else "metaqa"))
+
+
+@pytest.fixture(scope="module")
+def bundled(tiny_dir, tmp_path_factory):
+    """A package adapter dir for the tiny model: KGQA adapters plus explagraphs/ label ones."""
+    root = tmp_path_factory.mktemp("bundled")
+    _tiny_adapters(tiny_dir, root, "kgqa", 20)
+    _tiny_adapters(tiny_dir, root / "explagraphs", "label", 30)
+    return root
+
+
+def test_shipped_label_adapters_answer_the_stance_task(tiny_dir, bundled, monkeypatch) -> None:
+    import talent_core.pipeline as pipeline_mod
+    from talent_core.store.memory import MemoryStore
+
+    monkeypatch.setattr(pipeline_mod, "bundled_adapters_dir", lambda base: bundled)
+    p = pipeline_mod.Pipeline(base_model=str(tiny_dir), store=MemoryStore())
+    try:
+        r, g = p.models
+        assert r.task == g.task == "kgqa" and not r.frozen  # the KGQA pipeline keeps its own
+        lr, lg, trained = label_models(p)
+        assert trained == "kgqa" and lr.task == lg.task == "label"
+        assert (lr.adapter, lg.adapter) == ("explagraphs-retriever", "explagraphs-generator")
+        assert lg.lm is g.lm and lr.meta.task == lg.meta.task == "label"  # same weights
+        loaded = dict(g.lm.metas)
+        label_models(p)
+        assert g.lm.metas == loaded  # attached once
+        out = answer_stance(p, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH, mode="full"))
+        assert out.frozen == [] and not any("frozen" in n for n in out.notes)
+        assert set(out.adapters) == {"retriever", "generator"}
+        assert all("explagraphs" in v and "task label" in v for v in out.adapters.values())
+        out = answer_stance(p, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH, mode="no-retriever"))
+        assert list(out.adapters) == ["generator"] and out.frozen == []
+        # the KGQA pipeline still answers with its own adapters
+        assert p.models == (r, g) and r.adapter == "retriever"
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("options,frozen", [({"adapters": "none"}, ["retriever", "generator"]),
+                                            ({"frozen_retriever": True}, ["retriever"])])
+def test_flags_keep_overriding_the_shipped_label_adapters(tiny_dir, bundled, monkeypatch,
+                                                          options, frozen) -> None:
+    import talent_core.pipeline as pipeline_mod
+    from talent_core.store.memory import MemoryStore
+
+    monkeypatch.setattr(pipeline_mod, "bundled_adapters_dir", lambda base: bundled)
+    p = pipeline_mod.Pipeline(base_model=str(tiny_dir), store=MemoryStore(), **options)
+    try:
+        out = answer_stance(p, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH, mode="full"))
+        assert out.frozen == frozen
+        assert any("frozen base model" in n for n in out.notes)
+        assert out.adapters["retriever"] == "frozen base model"
+    finally:
+        p.close()
+
+
+def test_the_package_ships_explagraphs_label_adapters() -> None:
+    """The default base model's ExplaGraphs adapters are in the package (and so the wheel:
+    pyproject package-data takes adapters/**), trained for the label task on it."""
+    from talent_core.config import Settings
+    from talent_core.llm.models import read_meta
+    from talent_core.stance import bundled_label_dirs
+
+    base = Settings(_env_file=None).base_model
+    dirs = bundled_label_dirs(base)
+    assert set(dirs) == {"retriever", "generator"}
+    for role, d in dirs.items():
+        meta = read_meta(d)
+        assert (meta.kind, meta.task, meta.dataset) == (role, "label", "explagraphs")
+        assert meta.base_model == base and (d / "adapter_model.safetensors").is_file()
+
+
+def test_choose_label_bias_recentres_a_leaning_model() -> None:
+    from talent_core.training.tune import choose_label_bias, label_scores
+
+    # support leads by 1 nat on every row; counter rows by less than support rows
+    rows = ([({"support": 0.0, "counter": -0.5}, "counter")] * 4
+            + [({"support": 0.0, "counter": -2.0}, "support")] * 6)
+    assert label_scores(rows, 0.0) == {"bias": 0.0, "accuracy": 0.6, "balanced_accuracy": 0.5}
+    best = choose_label_bias(rows)
+    assert 0.5 < best["bias"] <= 2.0  # the smallest offset that separates them
+    assert best["accuracy"] == best["balanced_accuracy"] == 1.0
+    assert choose_label_bias([({"support": 0.0, "counter": -1.0}, "support")])["bias"] == 0.0
+
+
+def test_the_label_offset_in_the_metadata_moves_the_scores(tiny_dir, bundled,
+                                                          monkeypatch) -> None:
+    import talent_core.pipeline as pipeline_mod
+    from talent_core.llm.models import read_meta, write_meta
+    from talent_core.store.memory import MemoryStore
+
+    monkeypatch.setattr(pipeline_mod, "bundled_adapters_dir", lambda base: bundled)
+    gen_dir = bundled / "explagraphs" / "generator"
+    saved = read_meta(gen_dir)
+    runs = {}
+    try:
+        for bias in (0.0, 3.0):
+            meta = saved.model_copy(deep=True)
+            meta.ranking["bias_counter"] = bias
+            write_meta(gen_dir, meta)
+            p = pipeline_mod.Pipeline(base_model=str(tiny_dir), store=MemoryStore())
+            try:
+                assert label_models(p)[1].label_bias == {"support": 0.0, "counter": bias}
+                out = answer_stance(p, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH,
+                                                     mode="no-retriever"))
+                runs[bias] = {s.label: s.score for s in out.scores}
+            finally:
+                p.close()
+    finally:
+        write_meta(gen_dir, saved)
+    assert runs[3.0]["support"] == pytest.approx(runs[0.0]["support"], abs=1e-3)
+    assert runs[3.0]["counter"] == pytest.approx(runs[0.0]["counter"] + 3.0, abs=1e-3)
