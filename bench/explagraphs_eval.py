@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--configs", default="trained:full,trained:no-retriever,frozen:no-retriever")
     ap.add_argument("--retriever", type=Path, help="label-task retriever adapter (not shipped)")
     ap.add_argument("--generator", type=Path, help="label-task generator adapter (not shipped)")
+    ap.add_argument("--generator-type", default="text", choices=["text", "graph-prompt"],
+                    help="the shipped generator to use (graph-prompt: explagraphs/generator-graph)")
     ap.add_argument("--limit", type=int)
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--stats-only", action="store_true",
@@ -94,6 +96,8 @@ def main() -> None:
                    f"--part {args.part} --configs {args.configs}"
                    + (f" --retriever {args.retriever}" if args.retriever else "")
                    + (f" --generator {args.generator}" if args.generator else "")
+                   + (f" --generator-type {args.generator_type}"
+                      if args.generator_type != "text" else "")
                    + (f" --limit {args.limit}" if args.limit else ""),
         "data": str(DATA.relative_to(ROOT.parent)),
         "split": f"bench/explagraphs_split.json [{args.part}]",
@@ -109,7 +113,8 @@ def main() -> None:
             if config not in pipes:
                 options: dict = ({"adapters": "none"} if config == "frozen" else
                                  {"retriever_dir": args.retriever,
-                                  "generator_dir": args.generator})
+                                  "generator_dir": args.generator,
+                                  "generator_type": args.generator_type})
                 pipes[config] = Pipeline(store=MemoryStore(), **options)
                 pipes[config].models  # noqa: B018  (the KGQA pair loaded, as `talent ask`)
                 before = rss_mb()

@@ -1,11 +1,13 @@
 """Install trained ExplaGraphs (label-task) adapters into the package, where the stance task
 finds them by task and base model: talent_core/adapters/<base>/explagraphs/<role>/ (float16
-LoRA weights + talent_meta.json, no checkpoints), with the validation figures of
+LoRA weights + talent_meta.json, no checkpoints; a graph-prompt generator, with its float16
+graph module, goes to generator-graph/), with the validation figures of
 bench/explagraphs_eval.py (``--val FILE``) recorded in the metadata.
 
     python bench/explagraphs_install.py --generator runs/explagraphs/generator \
         --retriever runs/explagraphs/retriever [--val runs/explagraphs/val.json]
-    python bench/explagraphs_install.py --tune-bias VAL.json [--run trained:full]
+    python bench/explagraphs_install.py --tune-bias VAL.json [--run trained:full] \
+        [--target generator-graph]
 
 ``--tune-bias`` sets the installed generator's label offset (``ranking.bias_counter``,
 `training.tune.choose_label_bias`: the best balanced accuracy) from a bench/explagraphs_eval.py
@@ -27,6 +29,7 @@ from talent_core.llm.models import read_meta, write_meta
 from talent_core.stance import LABEL_DIR
 
 KEEP = ("adapter_config.json", "adapter_model.safetensors", "talent_meta.json")
+GRAPH = ("graph_prompt.json", "graph_prompt.safetensors")  # a graph-prompt generator's module
 
 
 def install(role: str, src: Path, val: dict | None) -> Path:
@@ -38,10 +41,11 @@ def install(role: str, src: Path, val: dict | None) -> Path:
     if meta.task != "label" or meta.kind != role:
         raise SystemExit(f"{src}: a {meta.kind} adapter for task {meta.task!r}, not a "
                          f"label-task {role}")
-    out = bundled_adapters_dir(meta.base_model) / LABEL_DIR / role
+    graph = (src / GRAPH[1]).is_file()
+    out = bundled_adapters_dir(meta.base_model) / LABEL_DIR / (role + ("-graph" if graph else ""))
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    for name in KEEP:
+    for name in KEEP + (GRAPH if graph else ()):
         if name.endswith(".safetensors"):
             weights = {k: v.half().contiguous() for k, v in load_file(str(src / name)).items()}
             save_file(weights, str(out / name), metadata={"format": "pt"})
@@ -55,7 +59,7 @@ def install(role: str, src: Path, val: dict | None) -> Path:
     return out
 
 
-def tune_bias(path: Path, spec: str) -> dict:
+def tune_bias(path: Path, spec: str, target: str = "generator") -> dict:
     """Add the validation-chosen label offset to the installed generator's metadata."""
     from talent_core.config import Settings
     from talent_core.pipeline import bundled_adapters_dir
@@ -66,7 +70,7 @@ def tune_bias(path: Path, spec: str) -> dict:
         raise SystemExit(f"{path}: a run on {doc['split']}, not on the validation part")
     rows = [(r["scores"], r["gold"]) for r in doc["runs"][spec]["per_row"]]
     best = choose_label_bias(rows)
-    out = bundled_adapters_dir(Settings(_env_file=None).base_model) / LABEL_DIR / "generator"
+    out = bundled_adapters_dir(Settings(_env_file=None).base_model) / LABEL_DIR / target
     meta = read_meta(out)
     old = float(meta.ranking.get("bias_counter", 0.0))
     meta.ranking["bias_counter"] = round(old + best["bias"], 3)
@@ -83,9 +87,11 @@ def main() -> None:
     ap.add_argument("--val", type=Path, help="bench/explagraphs_eval.py output on validation")
     ap.add_argument("--tune-bias", type=Path, help="bench/explagraphs_eval.py validation run")
     ap.add_argument("--run", default="trained:full", help="its run to tune on")
+    ap.add_argument("--target", default="generator", choices=["generator", "generator-graph"],
+                    help="the installed generator whose offset is set")
     args = ap.parse_args()
     if args.tune_bias is not None:
-        print(json.dumps(tune_bias(args.tune_bias, args.run)))
+        print(json.dumps(tune_bias(args.tune_bias, args.run, args.target)))
         return
     val = None
     if args.val is not None:

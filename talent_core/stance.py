@@ -44,7 +44,7 @@ GraphSource = Literal["given", "kg", "none"]
 NO_GRAPH_NOTE = "answered without a graph"
 LABEL_DIR = "explagraphs"  # the shipped label-task adapters, under the base model's dir
 LABEL_ADAPTER = "explagraphs-{role}"  # their names on the pipeline's LoadedLM
-ROLES = ("retriever", "generator")
+ROLES = ("retriever", "generator", "generator-graph")  # directories, as the KGQA ones
 
 
 class StanceRequest(BaseModel):
@@ -58,7 +58,7 @@ class StanceRequest(BaseModel):
 
 class LabelScore(BaseModel):
     label: str
-    score: float  # log-likelihood of the label as the generator's reply
+    score: float  # log-likelihood of the label as the generator's reply + its offset (if any)
     prob: float  # softmax of the scores over the labels
 
 
@@ -101,7 +101,7 @@ def stance_candidate(pipe: Pipeline, request: StanceRequest) -> tuple[Candidate,
 
 def bundled_label_dirs(base_model: str) -> dict[str, Path]:
     """The shipped ExplaGraphs (label-task) adapter directories for ``base_model``, by
-    role (none: an empty dict)."""
+    directory name (``ROLES``; none: an empty dict)."""
     from talent_core.pipeline import bundled_adapters_dir
 
     root = bundled_adapters_dir(base_model) / LABEL_DIR
@@ -127,10 +127,13 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
     (None: no adapter). Per role: the pipeline's own when trained on the label task; else
     the shipped ExplaGraphs adapter (attached once to the loaded weights) unless the
     pipeline was told to use none (``--adapters none``; ``--frozen-retriever`` for the
-    retriever); else the frozen base model prompted for the label task."""
+    retriever); else the frozen base model prompted for the label task. The generator's
+    directory follows the pipeline's generator type (``generator-graph/`` for the
+    graph-prompt one)."""
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.loading import attach_adapter
     from talent_core.llm.retriever import RetrieverModel
+    from talent_core.pipeline import GENERATOR_ROLE_DIR
 
     r, g = pipe.models
     trained = next((m.meta.task for m in (g, r) if m.meta is not None), None)
@@ -142,16 +145,18 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
     if pipe.frozen_retriever:
         shipped.pop("retriever", None)
     names: dict[str, str | None] = {}
+    dirs = {"retriever": "retriever", "generator": GENERATOR_ROLE_DIR[pipe.generator_type]}
     for role, own in (("retriever", r), ("generator", g)):
         if own.adapter is not None and own.meta is not None and own.meta.task == "label":
             names[role] = own.adapter
-        elif role in shipped:
-            names[role] = LABEL_ADAPTER.format(role=role)
-            attach_adapter(r.lm, names[role], shipped[role])
+        elif dirs[role] in shipped:
+            names[role] = LABEL_ADAPTER.format(role=dirs[role])
+            attach_adapter(r.lm, names[role], shipped[dirs[role]])
         else:
             names[role] = None
     return (RetrieverModel(r.lm, names["retriever"], "label", s.retriever_max_new_tokens),
-            GeneratorModel(g.lm, names["generator"], "label", s.generator_max_new_tokens),
+            GeneratorModel(g.lm, names["generator"], "label", s.generator_max_new_tokens,
+                           embed=lambda texts: pipe.embedder.encode(texts), store=pipe.store),
             trained)
 
 

@@ -545,7 +545,8 @@ def show_stance(out: Any, wall: float) -> None:
     for note in out.notes:
         (st.warning if "frozen" in note or "without a graph" in note else st.info)(
             plain(note[0].upper() + note[1:] + "."))
-    st.dataframe([{"label": s.label, "log-likelihood": s.score, "probability": s.prob}
+    st.dataframe([{"label": s.label, "score (log-likelihood + offset)": s.score,
+                   "probability": s.prob}
                   for s in out.scores], width="stretch", hide_index=True)
     source = {"given": "the given graph", "kg": "retrieved from the loaded KG", "none": "none"}
     st.markdown(plain(f"Graph: {source[out.graph_source]} ({out.graph_nodes} nodes)."))

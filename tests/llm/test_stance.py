@@ -212,10 +212,12 @@ def test_the_package_ships_explagraphs_label_adapters() -> None:
 
     base = Settings(_env_file=None).base_model
     dirs = bundled_label_dirs(base)
-    assert set(dirs) == {"retriever", "generator"}
+    assert set(dirs) == {"retriever", "generator", "generator-graph"}
     for role, d in dirs.items():
         meta = read_meta(d)
-        assert (meta.kind, meta.task, meta.dataset) == (role, "label", "explagraphs")
+        kind = role.removesuffix("-graph")
+        assert (meta.kind, meta.task, meta.dataset) == (kind, "label", "explagraphs")
+        assert (d / "graph_prompt.safetensors").is_file() == (role == "generator-graph")
         assert meta.base_model == base and (d / "adapter_model.safetensors").is_file()
 
 
@@ -259,3 +261,40 @@ def test_the_label_offset_in_the_metadata_moves_the_scores(tiny_dir, bundled,
         write_meta(gen_dir, saved)
     assert runs[3.0]["support"] == pytest.approx(runs[0.0]["support"], abs=1e-3)
     assert runs[3.0]["counter"] == pytest.approx(runs[0.0]["counter"] + 3.0, abs=1e-3)
+
+
+def test_the_graph_prompt_generator_type_answers_with_the_label_generator_graph(
+        tiny_dir, bundled, monkeypatch, tmp_path) -> None:
+    """``--generator-type graph-prompt``: the stance task takes explagraphs/generator-graph
+    (its soft prompt built from the given graph's concepts), the KGQA pipeline its own."""
+    import json
+    import shutil
+
+    from hash_embedder import HashEmbedder
+
+    import talent_core.pipeline as pipeline_mod
+    from talent_core.llm import graph_prompt as gp
+    from talent_core.stance import bundled_label_dirs
+    from talent_core.store.memory import MemoryStore
+
+    root = tmp_path / "bundled"
+    shutil.copytree(bundled, root)
+    hidden = json.loads((tiny_dir / "config.json").read_text())["hidden_size"]
+    for d in (root / "generator", root / "explagraphs" / "generator"):
+        shutil.copytree(d, d.parent / "generator-graph")
+        gp.save(gp.build(gp.GraphPromptConfig(llm_hidden=hidden, in_dim=16, hidden=16, heads=2,
+                                              proj_hidden=24)), d.parent / "generator-graph")
+    monkeypatch.setattr(pipeline_mod, "bundled_adapters_dir", lambda base: root)
+    assert set(bundled_label_dirs(str(tiny_dir))) == {"retriever", "generator",
+                                                      "generator-graph"}
+    p = pipeline_mod.Pipeline(base_model=str(tiny_dir), store=MemoryStore(),
+                              embedder=HashEmbedder(16), generator_type="graph-prompt")
+    try:
+        assert p.models[1].kind == "graph-prompt" and p.models[1].task == "kgqa"
+        _, g, _ = label_models(p)
+        assert g.adapter == "explagraphs-generator-graph" and g.kind == "graph-prompt"
+        out = answer_stance(p, StanceRequest(arg1=A1, arg2=A2, graph=GRAPH))
+        assert out.generator == "graph-prompt" and out.frozen == []
+        assert "explagraphs/generator-graph" in out.adapters["generator"]
+    finally:
+        p.close()
