@@ -131,7 +131,6 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
     directory follows the pipeline's generator type (``generator-graph/`` for the
     graph-prompt one)."""
     from talent_core.llm.generator import GeneratorModel
-    from talent_core.llm.loading import attach_adapter
     from talent_core.llm.retriever import RetrieverModel
     from talent_core.pipeline import GENERATOR_ROLE_DIR
 
@@ -151,7 +150,7 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
             names[role] = own.adapter
         elif dirs[role] in shipped:
             names[role] = LABEL_ADAPTER.format(role=dirs[role])
-            attach_adapter(r.lm, names[role], shipped[dirs[role]])
+            r.lm.ensure_adapter(names[role], shipped[dirs[role]])
         else:
             names[role] = None
     return (RetrieverModel(r.lm, names["retriever"], "label", s.retriever_max_new_tokens),

@@ -80,6 +80,14 @@ class LoadedLM:
         self.model.eval()
         return meta
 
+    def ensure_adapter(self, name: str, path: Path) -> None:
+        """Add the adapter at ``path`` as ``name`` unless it is loaded, under the one-call
+        lock (another thread may be answering on the model): a second task's adapters ride
+        on weights already loaded."""
+        with self._lock:
+            if name not in self.metas:
+                self.add_adapter(name, path)
+
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 

@@ -42,11 +42,3 @@ def load_models(
                                generator_max_new_tokens, embed=embed, store=store)
     return retriever, generator
 
-
-def attach_adapter(lm: LoadedLM, name: str, path: Path) -> None:
-    """Add the adapter at ``path`` to ``lm`` as ``name`` unless it is there already, under the
-    model's lock (another thread may be answering on it): a second task's adapters ride on
-    the weights the pipeline already loaded."""
-    with lm._lock:  # noqa: SLF001  (the LoadedLM's own one-call-at-a-time lock)
-        if name not in lm.metas:
-            lm.add_adapter(name, Path(path))
