@@ -43,7 +43,8 @@ def eval_cmd(
         "the stance task, each row's graph as S; accuracy, per class, balanced accuracy, "
         "majority baseline) (default: guessed from the file name)")] = None,
     mode: Annotated[str | None, typer.Option(
-        help="retrieval | full | no-retriever (default retrieval; explagraphs: full)")] = None,
+        help="retrieval | full | no-retriever (default retrieval; explagraphs: the stance "
+        "task's, TALENT_STANCE_MODE)")] = None,
     retriever: RetrieverDirOpt = None,
     generator: GeneratorDirOpt = None,
     base_model: BaseModelOpt = None,
@@ -129,12 +130,13 @@ def eval_cmd(
 def _eval_stance(path, mode, retriever, generator, base_model, adapters, frozen_retriever,
                  generator_type, limit, offset, rows_out, retrieval) -> None:
     """`talent eval FILE --format explagraphs` (talent_core.evaluation.stance)."""
+    from talent_core.config import get_settings
     from talent_core.errors import TalentError
     from talent_core.evaluation.stance import evaluate_stance
     from talent_core.llm.explagraphs import read_explagraphs
     from talent_core.store.memory import MemoryStore
 
-    mode = mode or "full"
+    mode = mode or get_settings().stance_mode  # as `talent ask --stance` answers
     if mode not in ("full", "no-retriever"):
         raise fail(f"--format explagraphs: --mode must be full or no-retriever, not {mode!r} "
                    "(each row's graph is S: there is nothing to retrieve)")

@@ -71,13 +71,17 @@ def test_eval_explagraphs_without_report(use_toy, tiny, tmp_path):
             "--offset", "1", "--rows", str(rows))
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
-    assert s["n"] == 2 and s["mode"] == "full"
+    assert s["n"] == 2 and s["mode"] == "no-retriever"  # the stance task's default mode
     assert s["majority_baseline"] == {"label": "counter", "accuracy": 1.0}
     assert s["per_class"]["support"] == {"n": 0, "accuracy": None}
     assert set(s) >= {"accuracy", "balanced_accuracy", "predicted", "latency_ms", "frozen"}
     got = [json.loads(ln) for ln in rows.read_text().splitlines()]
     assert [g["gold"] for g in got] == ["counter", "counter"]
     assert "frozen base model" in r.stderr
+    r = run("eval", str(path), "--format", "explagraphs", "--base-model", tiny, "--limit", "1",
+            "--mode", "full")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "full"
     # the file name says the format; there is nothing to retrieve
     r = run("eval", str(path), "--mode", "retrieval", "--base-model", tiny)
     assert r.exit_code != 0 and "must be full or no-retriever" in r.output
