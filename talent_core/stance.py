@@ -8,9 +8,9 @@ then says it was answered without a graph). The label task needs label-task adap
 else the ExplaGraphs adapters shipped for the base model
 (``adapters/<base>/explagraphs/{retriever,generator,generator-graph}``), attached to the
 weights the pipeline already loaded (a second LoRA pair on one base model); only when neither
-exists, or
-the pipeline was asked for no adapters (``--adapters none``, ``--frozen-retriever``), does the
-frozen base model answer, and the answer says so (``frozen``, ``notes``): a KGQA adapter
+exists, or the pipeline was asked for no adapters (``--adapters none``,
+``--frozen-retriever``), does the frozen base model answer, and the answer says so
+(``frozen``, ``notes``): a KGQA adapter
 prompted for a stance is neither the trained model nor the base one. ``adapters`` names
 what answered in each role.
 """
