@@ -23,15 +23,19 @@ Answers (a generated answer list A against the gold answers V*):
 Out-of-candidate hallucination (TaLenT Appendix F, eqs. 16-17), per question:
   H = {} if hit@1 = 1 else {v in V̂ minus V_S : v not in V*};
   rate = sum |H| / sum |V̂| over questions (`hallucinated` gives |H|).
+Stance labels (ExplaGraphs): `stance_metrics`.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
+from talent_core.questions import LABELS
 from talent_core.text import answer_key
 
 
@@ -115,3 +119,32 @@ def hallucinated(v_hat: Iterable[str], s_names: Iterable[str], gold: Iterable[st
     if hit1:
         return 0
     return len(name_set(v_hat) - name_set(s_names) - name_set(gold))
+
+
+def stance_metrics(gold: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
+    """n, accuracy, per-class accuracy (share of each gold label predicted right), balanced
+    accuracy (their mean over the labels present) and the majority baseline (always the most
+    frequent gold label); predicted: how often each label was given."""
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
+    n = len(gold)
+    if n == 0:
+        return {"n": 0}
+    counts = Counter(gold)
+    per_class = {}
+    present = []  # unrounded per-class accuracies of the labels present
+    for label in LABELS:
+        m = counts.get(label, 0)
+        right = sum(1 for g, p in zip(gold, pred, strict=True) if g == label and p == label)
+        if m:
+            present.append(right / m)
+        per_class[label] = {"n": m, "accuracy": round(right / m, 4) if m else None}
+    majority, m_count = counts.most_common(1)[0]
+    return {
+        "n": n,
+        "accuracy": round(sum(g == p for g, p in zip(gold, pred, strict=True)) / n, 4),
+        "balanced_accuracy": round(sum(present) / len(present), 4),
+        "per_class": per_class,
+        "majority_baseline": {"label": majority, "accuracy": round(m_count / n, 4)},
+        "predicted": {label: Counter(pred).get(label, 0) for label in LABELS},
+    }

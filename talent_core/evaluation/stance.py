@@ -8,51 +8,21 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from talent_core.answer import Mode
+from talent_core.evaluation.metrics import stance_metrics
 from talent_core.evaluation.summary import group_rows
 from talent_core.llm.explagraphs import ExplaGraphsRecord
-from talent_core.questions import LABELS
 from talent_core.stance import StanceRequest, answer_stance, label_models
 
 if TYPE_CHECKING:
     from talent_core.pipeline import Pipeline
 
 log = logging.getLogger(__name__)
-
-
-def stance_metrics(gold: Sequence[str], pred: Sequence[str]) -> dict[str, Any]:
-    """n, accuracy, per-class accuracy (share of each gold label predicted right), balanced
-    accuracy (their mean over the labels present) and the majority baseline (always the most
-    frequent gold label); predicted: how often each label was given."""
-    if len(gold) != len(pred):
-        raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    n = len(gold)
-    if n == 0:
-        return {"n": 0}
-    counts = Counter(gold)
-    per_class = {}
-    present = []  # unrounded per-class accuracies of the labels present
-    for label in LABELS:
-        m = counts.get(label, 0)
-        right = sum(1 for g, p in zip(gold, pred, strict=True) if g == label and p == label)
-        if m:
-            present.append(right / m)
-        per_class[label] = {"n": m, "accuracy": round(right / m, 4) if m else None}
-    majority, m_count = counts.most_common(1)[0]
-    return {
-        "n": n,
-        "accuracy": round(sum(g == p for g, p in zip(gold, pred, strict=True)) / n, 4),
-        "balanced_accuracy": round(sum(present) / len(present), 4),
-        "per_class": per_class,
-        "majority_baseline": {"label": majority, "accuracy": round(m_count / n, 4)},
-        "predicted": {label: Counter(pred).get(label, 0) for label in LABELS},
-    }
 
 
 def evaluate_stance(pipe: Pipeline, records: Sequence[ExplaGraphsRecord], mode: Mode = "full",

@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from talent_core.evaluation.metrics import name_set
+from talent_core.evaluation.metrics import name_set, stance_metrics
 from talent_core.llm.data import TrainingExample
 from talent_core.llm.ranking import Scored, select_top
 from talent_core.questions import LABELS
@@ -134,19 +134,15 @@ def tune(
 BIASES = tuple(x / 10 for x in range(-60, 61))  # offsets on the second label's score, nats
 
 
-def label_scores(rows: Sequence[tuple[dict[str, float], str]], bias: float,
-                 labels: Sequence[str] = LABELS) -> dict[str, float]:
-    """Accuracy and balanced accuracy of ``rows`` ((label -> score), gold) when ``bias`` is
-    added to the score of ``labels[1]`` (ties go to ``labels[0]``)."""
-    first, second = labels
-    right = {label: [0, 0] for label in labels}
-    for scores, gold in rows:
-        label = second if scores[second] + bias > scores[first] else first
-        right[gold][0] += label == gold
-        right[gold][1] += 1
-    per = [r / n for r, n in right.values() if n]
-    return {"bias": bias, "accuracy": sum(r for r, _ in right.values()) / max(1, len(rows)),
-            "balanced_accuracy": sum(per) / max(1, len(per))}
+def label_scores(rows: Sequence[tuple[dict[str, float], str]], bias: float
+                 ) -> dict[str, float]:
+    """Accuracy and balanced accuracy (`stance_metrics`) of ``rows`` ((label -> score), gold)
+    when ``bias`` is added to the second label's score (ties go to the first)."""
+    first, second = LABELS
+    pred = [second if scores[second] + bias > scores[first] else first for scores, _ in rows]
+    m = stance_metrics([gold for _, gold in rows], pred) if rows else {}
+    return {"bias": bias, "accuracy": m.get("accuracy", 0.0),
+            "balanced_accuracy": m.get("balanced_accuracy", 0.0)}
 
 
 def choose_label_bias(rows: Sequence[tuple[dict[str, float], str]],
@@ -155,4 +151,4 @@ def choose_label_bias(rows: Sequence[tuple[dict[str, float], str]],
     validation split (the held-out rows need not lean to a label as the split does; ties:
     the smaller offset). Contextual calibration in its simplest form: one offset per label."""
     return max((label_scores(rows, b) for b in biases),
-               key=lambda p: (round(p["balanced_accuracy"], 9), -abs(p["bias"])))
+               key=lambda p: (p["balanced_accuracy"], -abs(p["bias"])))
