@@ -17,7 +17,6 @@ from talent_core.llm.graph_prompt import (
     has_graph_prompt,
     prompt_graph,
 )
-from talent_core.llm.graph_prompt import load as load_graph_prompt
 from talent_core.llm.lm import LoadedLM, Role
 from talent_core.llm.parsing import parse_label, parse_names
 from talent_core.llm.prompts import Rendered, Task, generator_prompt
@@ -52,7 +51,7 @@ class GeneratorModel(Role):
             if embed is None:
                 raise ValueError(f"{path}: a graph-prompt generator needs the embedding model "
                                  "(pass embed=)")
-            self.prompter = GraphPrompter(load_graph_prompt(path, lm.device), embed, store)
+            self.prompter = GraphPrompter(lm.graph_prompt(adapter), embed, store)
         self.text_budget = text_budget if text_budget is not None else (
             self.meta.text_budget if self.meta else None)
         # label task: a per-label offset added to the label's score (``ranking`` key

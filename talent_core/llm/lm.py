@@ -66,6 +66,7 @@ class LoadedLM:
         self.model, self.tokenizer, self.device = load_base(self.base_name, settings, device)
         self.metas: dict[str, AdapterMeta] = {}
         self.paths: dict[str, Path] = {}
+        self._graph_prompts: dict[str, Any] = {}  # adapter name -> its graph-prompt module
         self._lock = threading.Lock()  # adapter switching + generate: one call at a time
         for i, (name, path) in enumerate(adapters.items(), start=1):
             stage(f"{name} adapter", i, total)
@@ -77,8 +78,18 @@ class LoadedLM:
         self.model, meta = load_adapter(self.model, Path(path), adapter_name=name)
         self.metas[name] = meta
         self.paths[name] = Path(path)
+        self._graph_prompts.pop(name, None)  # read again from this path when asked
         self.model.eval()
         return meta
+
+    def graph_prompt(self, name: str) -> Any:
+        """The graph-prompt module saved beside adapter ``name`` (`graph_prompt.load`), read
+        once: every role built on the adapter shares it (inference only)."""
+        if name not in self._graph_prompts:
+            from talent_core.llm.graph_prompt import load
+
+            self._graph_prompts[name] = load(self.paths[name], self.device)
+        return self._graph_prompts[name]
 
     def ensure_adapter(self, name: str, path: Path) -> None:
         """Add the adapter at ``path`` as ``name`` unless it is loaded, under the one-call

@@ -155,6 +155,12 @@ def test_graph_prompt_generator_trains_resumes_and_answers(tiny_dir, settings, t
     # inference: the generator is a graph-prompt one, and the soft prompt changes the scores
     _, gen = load_models(None, None, tmp_path / "a", settings, embed=EMB.encode)
     assert gen.kind == "graph-prompt"
+    # another role on the same adapter (the stance task builds one per ask) shares the
+    # module read at load: no second read from disk
+    from talent_core.llm.generator import GeneratorModel
+
+    again = GeneratorModel(gen.lm, gen.adapter, embed=EMB.encode)
+    assert again.prompter.module is gen.prompter.module
     ctx = gen.context("who directed titanic", candidate, None)
     assert ctx.graph is not None and ctx.graph.nodes
     ranked = gen.rank("who directed titanic", ctx)
