@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
+
+from benchio import load_average
 
 from talent_core.evaluation.stance import evaluate_stance
 from talent_core.llm.explagraphs import path_gold, read_explagraphs
@@ -56,10 +57,6 @@ def rss_mb() -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
-
-
-def uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def main() -> None:
@@ -103,7 +100,7 @@ def main() -> None:
         "split": f"bench/explagraphs_split.json [{args.part}]",
         "n_rows": len(rows),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-        "uptime_before": uptime(),
+        "uptime_before": load_average()["uptime"],
         "runs": {},
     }
     pipes: dict[str, Pipeline] = {}
@@ -124,7 +121,7 @@ def main() -> None:
             t = time.time()
             summary, per_row = evaluate_stance(pipes[config], rows, mode)  # type: ignore[arg-type]
             summary["wall_s"] = round(time.time() - t, 1)
-            summary["uptime_after"] = uptime()
+            summary["uptime_after"] = load_average()["uptime"]
             summary["per_row"] = [{k: r[k] for k in ("id", "gold", "label", "scores",
                                                      "evidence", "latency_ms")}
                                   for r in per_row]
@@ -138,7 +135,7 @@ def main() -> None:
     finally:
         for p in pipes.values():
             p.close()
-    out["uptime_after"] = uptime()
+    out["uptime_after"] = load_average()["uptime"]
     args.out.write_text(json.dumps(out, indent=1) + "\n")
 
 

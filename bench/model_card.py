@@ -112,8 +112,9 @@ def card(metas: dict[str, Any], results: dict[str, Any]) -> str:
               "- `generator-graph/`: the MetaQA graph-prompt generator (G-Retriever's soft "
               "prompt + LoRA), for `--generator-type graph-prompt` and the UI's *Generator* "
               "box; not the default. Its card: `MODEL_CARD_graph_prompt.md`.",
-              "- `explagraphs/{retriever,generator}`: the ExplaGraphs (stance, label-task) "
-              "adapters the stance task uses. Their card: `explagraphs/MODEL_CARD.md`."]
+              "- `explagraphs/{retriever,generator,generator-graph}`: the ExplaGraphs "
+              "(stance, label-task) adapters the stance task uses. Their card: "
+              "`explagraphs/MODEL_CARD.md`."]
     return "\n".join(lines) + "\n"
 
 

@@ -83,6 +83,31 @@ def tiny_llama(out_dir: Path | str, seed: int = 0, hidden: int = 32, layers: int
     return out
 
 
+def tiny_adapters(tiny_dir: Path, root: Path, cache_dir: Path, seed: int, std: float,
+                  **meta) -> dict[str, Path]:
+    """A retriever and a generator adapter of the tiny model with non-zero LoRA weights
+    (LoRA B starts at 0: an untouched adapter changes nothing), saved as ``root/<kind>``;
+    ``meta``: more `meta_for` fields (task, dataset, ...). Seeds ``seed`` and ``seed + 1``."""
+    import torch
+
+    from talent_core.config import Settings
+    from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
+
+    settings = Settings(model_cache_dir=cache_dir, _env_file=None)
+    out = {}
+    for i, kind in enumerate(("retriever", "generator")):
+        model, _, _ = load_base(str(tiny_dir), settings)
+        model = add_lora(model, lora_config())
+        torch.manual_seed(seed + i)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(0, std)
+        out[kind] = save_adapter(model, root / kind, meta_for(model, kind, max_length=2048,
+                                                              **meta))
+    return out
+
+
 def sample_candidate() -> Candidate:
     """A small S (6 movie-KG nodes, 5 edges) for tests."""
 

@@ -41,4 +41,3 @@ def load_models(
     generator = GeneratorModel(lm, "generator" if generator_dir else None, task,
                                generator_max_new_tokens, embed=embed, store=store)
     return retriever, generator
-

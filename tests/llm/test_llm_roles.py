@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_llm import tiny_adapters
 
 from talent_core.llm.generator import GeneratorModel
 from talent_core.llm.lm import LoadedLM
 from talent_core.llm.loading import load_models
-from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
 from talent_core.llm.retriever import RetrieverModel
 from talent_core.models import Selection
 
@@ -16,21 +16,8 @@ from talent_core.models import Selection
 @pytest.fixture(scope="module")
 def adapters(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A retriever and a generator adapter with non-zero LoRA weights on the tiny model."""
-    from talent_core.config import Settings
-
-    settings = Settings(model_cache_dir=tmp_path_factory.mktemp("cache"), _env_file=None)
-    root = tmp_path_factory.mktemp("adapters")
-    out = {}
-    for i, kind in enumerate(("retriever", "generator")):
-        model, _, _ = load_base(str(tiny_dir), settings)
-        model = add_lora(model, lora_config())
-        torch.manual_seed(10 + i)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "lora_B" in name:
-                    p.normal_(0, 1.0)
-        out[kind] = save_adapter(model, root / kind, meta_for(model, kind, max_length=2048))
-    return out
+    return tiny_adapters(tiny_dir, tmp_path_factory.mktemp("adapters"),
+                         tmp_path_factory.mktemp("cache"), seed=10, std=1.0)
 
 
 def test_select_and_answer_with_tiny_model(tiny_dir, settings, adapters, candidate) -> None:

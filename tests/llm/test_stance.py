@@ -129,23 +129,10 @@ def test_evaluate_stance_rows(pipe) -> None:
 
 def _tiny_adapters(tiny_dir, root, task: str, seed: int) -> None:
     """A retriever and a generator adapter (non-zero LoRA) for ``task`` under ``root``."""
-    import torch
+    from tiny_llm import tiny_adapters
 
-    from talent_core.config import Settings
-    from talent_core.llm.models import add_lora, load_base, lora_config, meta_for, save_adapter
-
-    settings = Settings(model_cache_dir=root / "cache", _env_file=None)
-    for i, kind in enumerate(("retriever", "generator")):
-        model, _, _ = load_base(str(tiny_dir), settings)
-        model = add_lora(model, lora_config())
-        torch.manual_seed(seed + i)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if "lora_B" in name:
-                    p.normal_(0, 0.5)
-        save_adapter(model, root / kind, meta_for(model, kind, task=task, max_length=2048,
-                                                  dataset="explagraphs" if task == "label"
-                                                  else "metaqa"))
+    tiny_adapters(tiny_dir, root, root / "cache", seed, 0.5, task=task,
+                  dataset="explagraphs" if task == "label" else "metaqa")
 
 
 @pytest.fixture(scope="module")
