@@ -19,6 +19,7 @@ from pathlib import Path
 import streamlit as st
 
 from talent_core.config import get_settings
+from talent_core.errors import SettingsError
 from talent_core.explore import store_problem
 from talent_core.ui.safe import plain
 
@@ -37,8 +38,11 @@ PAGES = {
                         url_path="evaluate"),
 }
 _nav = st.navigation(list(PAGES.values()))
-_problem = store_problem(get_settings())  # before any page opens the store
-if _problem:  # a data dir another user controls is refused
+try:
+    _problem = store_problem(get_settings())  # before any page opens the store
+except SettingsError as e:  # a TALENT_ variable with a value it cannot take
+    _problem = str(e)
+if _problem:  # a bad setting, or a data dir another user controls, is refused
     st.error(plain(_problem))
     st.stop()
 _nav.run()

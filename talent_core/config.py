@@ -11,9 +11,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from talent_core.errors import SettingsError
 from talent_core.models import AnswerSetRule, Decode, GeneratorType, QuestionFormat
 
 # defaults that code outside the settings also uses (one declaration each)
@@ -173,6 +174,30 @@ class Settings(BaseSettings):
     local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))
 
 
+def variable_name(field: str) -> str:
+    """The environment variable of a settings field: its alias, else TALENT_<FIELD>."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info else None
+    if isinstance(alias, AliasChoices) and alias.choices:
+        return str(alias.choices[0])
+    return f"TALENT_{field.upper()}"
+
+
+def settings_problem(error: ValidationError) -> str:
+    """One line for the user: each bad variable, its value and what is wrong."""
+    parts = []
+    for e in error.errors():
+        field = str(e["loc"][0]) if e["loc"] else ""
+        name = field if field.isupper() else variable_name(field)
+        parts.append(f"{name}={e.get('input')!r}: {e['msg']}")
+    return ("bad setting (environment, .env or .talent/neo4j.env): " + "; ".join(parts))
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The settings, read once; a value a setting cannot take raises `SettingsError` (one
+    line naming the variable) instead of pydantic's report."""
+    try:
+        return Settings()
+    except ValidationError as e:
+        raise SettingsError(settings_problem(e)) from None

@@ -45,6 +45,11 @@ class RetrievalSettingsError(TalentError, ValueError):
 # --- models and trained artefacts ---------------------------------------------------------
 
 
+class SettingsError(TalentError, ValueError):
+    """A setting (a TALENT_ variable of the environment or `.env`) with a value it cannot
+    take: the message names the variable, the value and the problem."""
+
+
 class UnsupportedModel(TalentError, ValueError):
     """The model is not a plain BERT + mean pooling sentence-transformers directory."""
 
