@@ -183,13 +183,19 @@ def variable_name(field: str) -> str:
     return f"TALENT_{field.upper()}"
 
 
+SECRET_SETTINGS = ("neo4j_password", "api_key")  # their values are never repeated
+
+
 def settings_problem(error: ValidationError) -> str:
-    """One line for the user: each bad variable, its value and what is wrong."""
+    """One line for the user: each bad variable, its value (a secret's hidden) and what is
+    wrong."""
     parts = []
     for e in error.errors():
         field = str(e["loc"][0]) if e["loc"] else ""
         name = field if field.isupper() else variable_name(field)
-        parts.append(f"{name}={e.get('input')!r}: {e['msg']}")
+        secret = field.lower() in SECRET_SETTINGS or name.lower() in SECRET_SETTINGS
+        value = "(hidden)" if secret else repr(e.get("input"))
+        parts.append(f"{name}={value}: {e['msg']}")
     return ("bad setting (environment, .env or .talent/neo4j.env): " + "; ".join(parts))
 
 

@@ -57,6 +57,24 @@ def test_every_problem_is_said_at_once(monkeypatch):
     assert "TALENT_STORE='foo'" in line and "TALENT_API_PORT='99999'" in line
 
 
+def test_a_secret_value_is_never_repeated(monkeypatch):
+    from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
+
+    from talent_core.config import Settings
+
+    def problem(field: str, value: str) -> str:
+        error = ValidationError.from_exception_data(Settings.__name__, [InitErrorDetails(
+            type=PydanticCustomError("bad", "not usable"), loc=(field,), input=value)])
+        return settings_problem(error)
+
+    assert problem("neo4j_password", "hunter2") == (
+        "bad setting (environment, .env or .talent/neo4j.env): NEO4J_PASSWORD=(hidden): "
+        "not usable")
+    assert "s3cret" not in problem("api_key", "s3cret")
+    assert "TALENT_API_KEY=(hidden)" in problem("api_key", "s3cret")
+    assert "TALENT_STORE='x'" in problem("store", "x")
+
+
 def test_the_cli_says_it_in_one_line_and_exits_2(monkeypatch):
     monkeypatch.setenv("TALENT_STORE", "foo")
     result = CliRunner().invoke(app, ["ask", "who directed Gravity"])
