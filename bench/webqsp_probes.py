@@ -138,6 +138,11 @@ def type_table(pipe: Pipeline, items: list) -> list[dict]:
     return out
 
 
+def likeliest_unknown(rec: dict) -> list[dict]:
+    """A question's 10 untrained types likeliest by cos (as the planner would walk them)."""
+    return sorted(rec["unknown"], key=lambda r: (-r["cos"], r["len"], r["key"]))[:10]
+
+
 def top_hit(rec: dict, lam: float, u: float | None) -> bool:
     """The top type under score = log p + lam cos (unknown types: u + lam cos, the 10
     likeliest by cos) reaches a gold answer."""
@@ -145,8 +150,7 @@ def top_hit(rec: dict, lam: float, u: float | None) -> bool:
     if not cands:
         return False
     if u is not None:
-        unknown = sorted(rec["unknown"], key=lambda r: (-r["cos"], r["len"], r["key"]))[:10]
-        cands += [(u + lam * r["cos"], r) for r in unknown]
+        cands += [(u + lam * r["cos"], r) for r in likeliest_unknown(rec)]
     return min(cands, key=lambda c: (-c[0], c[1]["len"], c[1]["key"]))[1]["hit"]
 
 
@@ -186,8 +190,7 @@ def candidates(rec: dict) -> list[tuple[list[float], bool]]:
     """The trained types that reach a node, then the 10 untrained types likeliest by cos."""
     if not rec["trained"]:
         return []
-    unknown = sorted(rec["unknown"], key=lambda r: (-r["cos"], r["len"], r["key"]))[:10]
-    return [(features(r), r["hit"]) for r in rec["trained"] + unknown]
+    return [(features(r), r["hit"]) for r in rec["trained"] + likeliest_unknown(rec)]
 
 
 def fit_reranker(recs: list[dict], iters: int = 500, lr: float = 0.1, l2: float = 0.01
@@ -272,8 +275,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     items = read_items([a.questions], "rog")
-    rows = {r["id"]: r for f in sorted(glob.glob(a.rows)) if a.rows
-            for r in map(json.loads, open(f))}
+    rows = {r["id"]: r for f in sorted(glob.glob(a.rows)) for r in map(json.loads, open(f))}
     pipe = Pipeline()
     t0, before = time.time(), os.getloadavg()
     result = {"constraints": lambda: constraints(pipe, items, rows),

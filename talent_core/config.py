@@ -174,6 +174,16 @@ class Settings(BaseSettings):
     local_rank: int = Field(-1, validation_alias=AliasChoices("LOCAL_RANK"))
 
 
+def setting_field(loc: str) -> str:
+    """The settings field a validation error's location names: the field itself, or the
+    field one of whose aliases it is (NEO4J_PASSWORD -> neo4j_password)."""
+    for name, info in Settings.model_fields.items():
+        alias = info.validation_alias
+        if loc == name or (isinstance(alias, AliasChoices) and loc in alias.choices):
+            return name
+    return loc
+
+
 def variable_name(field: str) -> str:
     """The environment variable of a settings field: its alias, else TALENT_<FIELD>."""
     info = Settings.model_fields.get(field)
@@ -188,15 +198,14 @@ SECRET_SETTINGS = ("neo4j_password", "api_key")  # their values are never repeat
 
 def settings_problem(error: ValidationError) -> str:
     """One line for the user: each bad variable, its value (a secret's hidden) and what is
-    wrong."""
+    wrong, and where settings come from (`Settings.model_config`)."""
     parts = []
     for e in error.errors():
-        field = str(e["loc"][0]) if e["loc"] else ""
-        name = field if field.isupper() else variable_name(field)
-        secret = field.lower() in SECRET_SETTINGS or name.lower() in SECRET_SETTINGS
-        value = "(hidden)" if secret else repr(e.get("input"))
-        parts.append(f"{name}={value}: {e['msg']}")
-    return ("bad setting (environment, .env or .talent/neo4j.env): " + "; ".join(parts))
+        field = setting_field(str(e["loc"][0]) if e["loc"] else "")
+        value = "(hidden)" if field in SECRET_SETTINGS else repr(e.get("input"))
+        parts.append(f"{variable_name(field)}={value}: {e['msg']}")
+    files = " or ".join(str(f) for f in Settings.model_config.get("env_file") or ())
+    return f"bad setting (environment, {files}): " + "; ".join(parts)
 
 
 @lru_cache(maxsize=1)

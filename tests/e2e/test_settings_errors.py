@@ -70,6 +70,7 @@ def test_a_secret_value_is_never_repeated(monkeypatch):
     assert problem("neo4j_password", "hunter2") == (
         "bad setting (environment, .env or .talent/neo4j.env): NEO4J_PASSWORD=(hidden): "
         "not usable")
+    assert "hunter2" not in problem("NEO4J_PASSWORD", "hunter2")  # located by its alias
     assert "s3cret" not in problem("api_key", "s3cret")
     assert "TALENT_API_KEY=(hidden)" in problem("api_key", "s3cret")
     assert "TALENT_STORE='x'" in problem("store", "x")
