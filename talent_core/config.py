@@ -143,6 +143,10 @@ class Settings(BaseSettings):
     # converted once to safetensors under `model_cache_dir`.
     base_model: str = "smollm2"
     model_cache_dir: Path = Path("~/.cache/talent").expanduser()
+    # adapters kept merged (LoRA folded into a copy of the adapted layers' weights) for
+    # inference, least recently used dropped first: a faster forward pass on CPU, each
+    # costing memory the size of the adapted weights; 0: adapters run unmerged (peft)
+    merged_adapters: int = Field(2, ge=0)
     # greedy decoding limits of the LLM retriever's name list and the generator's answer
     retriever_max_new_tokens: int = Field(RETRIEVER_MAX_NEW_TOKENS, ge=1)
     generator_max_new_tokens: int = Field(GENERATOR_MAX_NEW_TOKENS, ge=1)

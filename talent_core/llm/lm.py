@@ -18,15 +18,24 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from talent_core.config import Settings, get_settings
+from talent_core.llm.merged import Merged, lora_layers, mergeable, merged, swapped_in
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base
 from talent_core.llm.prompts import PromptStyle, Task
-from talent_core.llm.ranking import Scored, continuation_scores, scoring_inputs, select_top
+from talent_core.llm.ranking import (
+    Scored,
+    common_prefix,
+    prompt_pass,
+    scores_over_cache,
+    scoring_inputs,
+    select_top,
+)
 from talent_core.llm.threads import torch_threads
 
 log = logging.getLogger(__name__)
@@ -68,6 +77,11 @@ class LoadedLM:
         self.paths: dict[str, Path] = {}
         self._graph_prompts: dict[str, Any] = {}  # adapter name -> its graph-prompt module
         self._lock = threading.Lock()  # adapter switching + generate: one call at a time
+        # adapters merged for inference (`merged`), least recently used first
+        self._merged: OrderedDict[str, Merged] = OrderedDict()
+        self.merge_capacity = settings.merged_adapters
+        # each adapter's last scored prompt: (token ids, log p(first token), KV cache)
+        self._prompts: dict[str | None, tuple[list[int], Any, list[tuple[Any, Any]]]] = {}
         for i, (name, path) in enumerate(adapters.items(), start=1):
             stage(f"{name} adapter", i, total)
             self.add_adapter(name, path)
@@ -79,6 +93,8 @@ class LoadedLM:
         self.metas[name] = meta
         self.paths[name] = Path(path)
         self._graph_prompts.pop(name, None)  # read again from this path when asked
+        self._merged.clear()  # merged again on use (new LoRA layers are switched off too)
+        self._prompts.clear()
         self.model.eval()
         return meta
 
@@ -102,11 +118,26 @@ class LoadedLM:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def _merged_weights(self, adapter: str) -> Merged | None:
+        """``adapter``'s merged weights (built on first use, kept for `merge_capacity`
+        adapters, least recently used dropped); None: run it unmerged. Under the lock."""
+        if self.merge_capacity < 1:
+            return None
+        if adapter not in self._merged:
+            if not mergeable(self.model, adapter):
+                return None
+            while len(self._merged) >= self.merge_capacity:
+                self._merged.popitem(last=False)
+            self._merged[adapter] = merged(self.model, adapter)
+        self._merged.move_to_end(adapter)
+        return self._merged[adapter]
+
     @contextlib.contextmanager
     def using(self, adapter: str | None) -> Iterator[Any]:
         """The model with ``adapter`` active (None: adapters disabled, the frozen base
-        model), under inference mode with torch's threads chosen for this call from the
-        free cores (`threads.torch_threads`); one caller at a time."""
+        model; merged into a copy of its layers' weights where it can be, `merged`), under
+        inference mode with torch's threads chosen for this call from the free cores
+        (`threads.torch_threads`); one caller at a time."""
         import torch
 
         if adapter is not None and adapter not in self.metas:
@@ -114,8 +145,10 @@ class LoadedLM:
         with self._lock:
             ctx: Any = contextlib.nullcontext()
             if hasattr(self.model, "disable_adapter"):
-                if adapter is None:
-                    ctx = self.model.disable_adapter()
+                if adapter is None:  # every LoRA layer off (peft's disable_adapter is slow)
+                    ctx = swapped_in(Merged([], lora_layers(self.model)))
+                elif (weights := self._merged_weights(adapter)) is not None:
+                    ctx = swapped_in(weights)
                 else:
                     self.model.set_adapter(adapter)
             with ctx, torch.inference_mode(), torch_threads():
@@ -124,7 +157,8 @@ class LoadedLM:
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None
               ) -> list[Scored]:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
-        (`ranking.continuation_scores`; the prompt is encoded once); ``prefix``: soft tokens
+        (`ranking.continuation_scores`; the prompt is encoded once, past what it shares with
+        the adapter's last prompt); ``prefix``: soft tokens
         (P, H) in front of the prompt (`graph_prompt`)."""
         import torch
 
@@ -133,9 +167,27 @@ class LoadedLM:
             return []
         with self.using(adapter) as model:
             ids = torch.tensor([inputs.prompt_ids], device=model.device)
-            scores = continuation_scores(model, ids, inputs.continuations, inputs.end_ids,
-                                         prefix=prefix).tolist()
+            if prefix is not None:  # soft tokens first: nothing to share with another prompt
+                first, layers, t = prompt_pass(model, ids, prefix)
+            else:
+                first, layers, t = self._prompt_pass(model, adapter, inputs.prompt_ids, ids)
+            scores = scores_over_cache(model, first, layers, t, inputs.continuations,
+                                       inputs.end_ids).tolist()
         return [Scored(n, sc) for n, sc in zip(inputs.names, scores, strict=True)]
+
+    def _prompt_pass(self, model: Any, adapter: str | None, prompt_ids: list[int], ids: Any
+                     ) -> tuple[Any, list[tuple[Any, Any]], int]:
+        """The prompt's pass (`ranking.prompt_pass`) run only past the tokens it
+        shares with the last prompt scored with ``adapter`` (the same prompt: nothing is
+        run); its cache then becomes the last. Under `using`."""
+        last = self._prompts.get(adapter)
+        if last is not None and last[0] == prompt_ids:
+            return last[1], last[2], len(prompt_ids)
+        k = min(common_prefix(last[0], prompt_ids), len(prompt_ids) - 1) if last else 0
+        first, layers, t = prompt_pass(
+            model, ids, past=(last[2], k) if last is not None and k > 0 else None)
+        self._prompts[adapter] = (list(prompt_ids), first, layers)
+        return first, layers, t
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
                  prefix: Any = None) -> Generation:

@@ -13,7 +13,9 @@ summed log-probabilities (not length-normalised).
 
 Cost: one forward pass over the prompt (its KV cache is kept), then the candidates' tokens
 packed into one row per ``chunk`` names over that cache (each sees the prompt and its own
-tokens only), never the prompt again.
+tokens only), never the prompt again. `LoadedLM.score` also keeps each adapter's last
+prompt cache: the next prompt runs only the tokens after their common prefix (the fixed
+instructions at least).
 
 Choosing the set (pure functions, tuned on a validation split):
 * `select_top`: names within ``margin`` (nats) of the best, at most ``top_m``, at least one.
@@ -62,12 +64,21 @@ def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     return DynamicCache(data)
 
 
-def _first_logp_and_cache(model: Any, prompt_ids: Any, prefix: Any = None
+def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None,
+                          past: tuple[list[tuple[Any, Any]], int] | None = None
                           ) -> tuple[Any, list[tuple[Any, Any]], int]:
-    """One forward pass over the prompt: log p(first token), its KV cache, its length."""
+    """One forward pass over the prompt: log p(first token), its KV cache, its length.
+    ``past`` = (an earlier prompt's KV cache, k): its first k positions are this prompt's
+    first k tokens too, so only the rest is run (`common_prefix`; not with ``prefix``)."""
     import torch
 
-    if prefix is None:
+    if past is not None and past[1] > 0:
+        layers, k = past
+        cached = _cache_keyword(model)
+        out = model(input_ids=prompt_ids[:, k:], use_cache=True, logits_to_keep=1,
+                    **{cached: _expanded_cache([(a[:, :, :k], b[:, :, :k]) for a, b in layers],
+                                               1)})
+    elif prefix is None:
         out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     else:
         from talent_core.llm.graph_prompt import prefixed_embeds
@@ -97,8 +108,18 @@ def continuation_scores(
     score ranked decoding uses."""
     if any(len(c) == 0 for c in continuations):
         raise ValueError("every continuation needs at least one token")
-    first, layers, t = _first_logp_and_cache(model, prompt_ids, prefix)
+    first, layers, t = prompt_pass(model, prompt_ids, prefix)
     return scores_over_cache(model, first, layers, t, continuations, end_ids, chunk)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """The number of leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _packed_mask(t: int, lengths: Sequence[int], dtype: Any, device: Any) -> Any:
