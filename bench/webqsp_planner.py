@@ -91,6 +91,8 @@ def main() -> None:
             if common else 0.0,
             f"{names[0]}_wins": sum(hit(a_rows[i]) > hit(b_rows[i]) for i in common),
             f"{names[1]}_wins": sum(hit(b_rows[i]) > hit(a_rows[i]) for i in common),
+            "answers_differ": sum(a_rows[i].get("answer") != b_rows[i].get("answer")
+                                  for i in common),
         }
     out["note"] = a.note
     out["uptime"] = os.popen("uptime").read().strip()

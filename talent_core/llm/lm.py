@@ -30,9 +30,11 @@ from talent_core.llm.models import AdapterMeta, load_adapter, load_base
 from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import (
     Scored,
+    ScoringInputs,
     common_prefix,
     prompt_pass,
     scores_over_cache,
+    scores_with_prompt,
     scoring_inputs,
     select_top,
 )
@@ -169,25 +171,27 @@ class LoadedLM:
             ids = torch.tensor([inputs.prompt_ids], device=model.device)
             if prefix is not None:  # soft tokens first: nothing to share with another prompt
                 first, layers, t = prompt_pass(model, ids, prefix)
+                scores = scores_over_cache(model, first, layers, t, inputs.continuations,
+                                           inputs.end_ids)
             else:
-                first, layers, t = self._prompt_pass(model, adapter, inputs.prompt_ids, ids)
-            scores = scores_over_cache(model, first, layers, t, inputs.continuations,
-                                       inputs.end_ids).tolist()
-        return [Scored(n, sc) for n, sc in zip(inputs.names, scores, strict=True)]
+                scores = self._scores(model, adapter, inputs, ids)
+        return [Scored(n, sc) for n, sc in zip(inputs.names, scores.tolist(), strict=True)]
 
-    def _prompt_pass(self, model: Any, adapter: str | None, prompt_ids: list[int], ids: Any
-                     ) -> tuple[Any, list[tuple[Any, Any]], int]:
-        """The prompt's pass (`ranking.prompt_pass`) run only past the tokens it
-        shares with the last prompt scored with ``adapter`` (the same prompt: nothing is
-        run); its cache then becomes the last. Under `using`."""
+    def _scores(self, model: Any, adapter: str | None, inputs: ScoringInputs, ids: Any) -> Any:
+        """`ranking.scores_with_prompt`, run only past the tokens the prompt shares with the
+        last prompt scored with ``adapter`` (the same prompt: over its cache); its cache then
+        becomes the last. Under `using`."""
         last = self._prompts.get(adapter)
-        if last is not None and last[0] == prompt_ids:
-            return last[1], last[2], len(prompt_ids)
-        k = min(common_prefix(last[0], prompt_ids), len(prompt_ids) - 1) if last else 0
-        first, layers, t = prompt_pass(
-            model, ids, past=(last[2], k) if last is not None and k > 0 else None)
-        self._prompts[adapter] = (list(prompt_ids), first, layers)
-        return first, layers, t
+        if last is not None and last[0] == inputs.prompt_ids:
+            return scores_over_cache(model, last[1], last[2], len(last[0]),
+                                     inputs.continuations, inputs.end_ids)
+        k = min(common_prefix(last[0], inputs.prompt_ids), len(inputs.prompt_ids) - 1
+                ) if last is not None else 0
+        scores, first, layers, _ = scores_with_prompt(
+            model, ids, inputs.continuations, inputs.end_ids,
+            past=(last[2], k) if last is not None and k > 0 else None)
+        self._prompts[adapter] = (list(inputs.prompt_ids), first, layers)
+        return scores
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
                  prefix: Any = None) -> Generation:

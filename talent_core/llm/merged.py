@@ -36,10 +36,12 @@ def lora_layers(model: Any) -> list[Any]:
 
 
 def mergeable(model: Any, adapter: str) -> bool:
-    """True when every layer ``adapter`` adapts is vanilla LoRA (mergeable by `merged`)."""
+    """True when every layer ``adapter`` adapts is vanilla LoRA with its base weight in
+    memory (not offloaded to the meta device): mergeable by `merged`."""
     layers = [m for m in lora_layers(model) if adapter in m.lora_A]
     return bool(layers) and all(
         adapter not in getattr(m, "lora_variant", {}) and not m.lora_bias.get(adapter, False)
+        and m.get_base_layer().weight.device.type != "meta"
         for m in layers
     )
 

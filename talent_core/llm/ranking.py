@@ -55,6 +55,11 @@ def _cache_layers(cache: Any) -> list[tuple[Any, Any]]:
     return [tuple(kv) for kv in cache]  # legacy tuple of tuples
 
 
+def _head(layers: list[tuple[Any, Any]], k: int) -> list[tuple[Any, Any]]:
+    """The first ``k`` positions of a KV cache (views)."""
+    return [(a[:, :, :k], b[:, :, :k]) for a, b in layers]
+
+
 def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     """A fresh DynamicCache holding the prompt's keys/values for a batch of ``n`` (views:
     nothing is copied until the continuation's tokens are appended)."""
@@ -64,9 +69,11 @@ def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     return DynamicCache(data)
 
 
-def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None,
-                          past: tuple[list[tuple[Any, Any]], int] | None = None
-                          ) -> tuple[Any, list[tuple[Any, Any]], int]:
+Past = tuple[list[tuple[Any, Any]], int]  # an earlier prompt's KV cache, the positions reused
+
+
+def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None, past: Past | None = None
+                ) -> tuple[Any, list[tuple[Any, Any]], int]:
     """One forward pass over the prompt: log p(first token), its KV cache, its length.
     ``past`` = (an earlier prompt's KV cache, k): its first k positions are this prompt's
     first k tokens too, so only the rest is run (`common_prefix`; not with ``prefix``)."""
@@ -76,8 +83,7 @@ def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None,
         layers, k = past
         cached = _cache_keyword(model)
         out = model(input_ids=prompt_ids[:, k:], use_cache=True, logits_to_keep=1,
-                    **{cached: _expanded_cache([(a[:, :, :k], b[:, :, :k]) for a, b in layers],
-                                               1)})
+                    **{cached: _expanded_cache(_head(layers, k), 1)})
     elif prefix is None:
         out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     else:
@@ -159,29 +165,86 @@ def scores_over_cache(
 
     device = first.device
     dtype = next(model.parameters()).dtype
-    ends = torch.tensor(list(end_ids), device=device)
     kw = _cache_keyword(model)
     out: list[Any] = []
     for lo in range(0, len(continuations), chunk):
         batch = [list(c) for c in continuations[lo:lo + chunk]]
         lengths = [len(c) for c in batch]
         flat = torch.tensor([x for c in batch for x in c], device=device)
-        starts = torch.tensor([0, *lengths[:-1]], device=device).cumsum(0)
-        lens = torch.tensor(lengths, device=device)
-        offsets = torch.cat([torch.arange(n, device=device) for n in lengths])
-        res = model(input_ids=flat[None, :], position_ids=(t + offsets)[None, :],
+        res = model(input_ids=flat[None, :], position_ids=(t + _offsets(lengths, device))[None],
                     attention_mask=_packed_mask(t, lengths, dtype, device), use_cache=True,
                     **{kw: _expanded_cache(layers, 1)})
         logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # (L, V)
-        owner = torch.repeat_interleave(torch.arange(len(batch), device=device), lens)
-        inner = offsets > 0  # token j >= 1 of a name is predicted at the position before it
-        pos = torch.nonzero(inner).squeeze(1)
-        token_lp = logp[pos - 1, flat[pos]]
-        total = first[flat[starts]].clone()
-        total = total.index_add(0, owner[pos], token_lp)
-        last = logp[starts + lens - 1]  # (n, V) after each name
-        out.append(total + torch.logsumexp(last[:, ends], dim=1))
+        out.append(_names_scores(first, logp, flat, lengths, end_ids))
     return torch.cat(out) if out else torch.zeros(0, device=device)
+
+
+def _offsets(lengths: Sequence[int], device: Any) -> Any:
+    """Each packed token's index within its own continuation."""
+    import torch
+
+    return torch.cat([torch.arange(n, device=device) for n in lengths])
+
+
+def _names_scores(first: Any, logp: Any, flat: Any, lengths: Sequence[int],
+                  end_ids: Sequence[int]) -> Any:
+    """The packed continuations' scores: ``first`` = log p(first token | prompt) (V,),
+    ``logp`` = (L, V) log-probabilities at each packed token ``flat`` (L,)."""
+    import torch
+
+    device = flat.device
+    lens = torch.tensor(list(lengths), device=device)
+    starts = torch.tensor([0, *lengths[:-1]], device=device).cumsum(0)
+    offsets = _offsets(lengths, device)
+    owner = torch.repeat_interleave(torch.arange(len(lengths), device=device), lens)
+    pos = torch.nonzero(offsets > 0).squeeze(1)  # token j >= 1: predicted one position back
+    total = first[flat[starts]].clone().index_add(0, owner[pos], logp[pos - 1, flat[pos]])
+    last = logp[starts + lens - 1]  # (n, V) after each name
+    ends = torch.tensor(list(end_ids), device=device)
+    return total + torch.logsumexp(last[:, ends], dim=1)
+
+
+def scores_with_prompt(
+    model: Any,
+    prompt_ids: Any,
+    continuations: Sequence[Sequence[int]],
+    end_ids: Sequence[int],
+    past: Past | None = None,
+    chunk: int = DEFAULT_CHUNK,
+) -> tuple[Any, Any, list[tuple[Any, Any]], int]:
+    """`continuation_scores` with the prompt and the first ``chunk`` continuations packed
+    into ONE forward pass (the prompt causal, each continuation seeing the prompt and its
+    own tokens): one pass fewer than `prompt_pass` + `scores_over_cache`, whose fixed cost
+    on CPU is a good part of a short pass. ``past`` as in `prompt_pass`. Returns (scores,
+    log p(first token), the prompt's KV cache, its length); the rest of the continuations
+    go over that cache. Inference only (no soft prompt)."""
+    import torch
+
+    device = prompt_ids.device
+    dtype = next(model.parameters()).dtype
+    t = prompt_ids.shape[1]
+    k = past[1] if past is not None else 0
+    head = [list(c) for c in continuations[:chunk]]
+    lengths = [len(c) for c in head]
+    n = sum(lengths)
+    flat = torch.tensor([x for c in head for x in c], dtype=prompt_ids.dtype, device=device)
+    new = t - k
+    mask = torch.full((1, 1, new + n, t + n), torch.finfo(dtype).min, dtype=dtype,
+                      device=device)
+    seen = torch.arange(t, device=device)[None, :] <= torch.arange(k, t, device=device)[:, None]
+    mask[0, 0, :new, :t].masked_fill_(seen, 0)  # the prompt: causal
+    mask[0, 0, new:] = _packed_mask(t, lengths, dtype, device)[0, 0]
+    positions = torch.cat([torch.arange(k, t, device=device), t + _offsets(lengths, device)])
+    kw = _cache_keyword(model)
+    cache = {kw: _expanded_cache(_head(past[0], k), 1)} if past is not None and k > 0 else {}
+    res = model(input_ids=torch.cat([prompt_ids[0, k:], flat])[None], position_ids=positions[None],
+                attention_mask=mask, use_cache=True, logits_to_keep=n + 1, **cache)
+    logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # (n + 1, V)
+    first = logp[0]  # after the prompt's last token
+    layers = _head(_cache_layers(res[kw] if kw in res else res.past_key_values), t)
+    scores = _names_scores(first, logp[1:], flat, lengths, end_ids)
+    rest = scores_over_cache(model, first, layers, t, continuations[chunk:], end_ids, chunk)
+    return torch.cat([scores, rest]), first, layers, t
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,13 @@ def test_the_model_stages_run_under_the_chosen_threads(tiny_dir, settings, monke
     from talent_core.llm import threads
 
     seen: list[int] = []
-    real = lm_module.scores_over_cache
+    real = lm_module.scores_with_prompt
 
     def spy(*a, **k):
         seen.append(torch.get_num_threads())
         return real(*a, **k)
 
-    monkeypatch.setattr(lm_module, "scores_over_cache", spy)
+    monkeypatch.setattr(lm_module, "scores_with_prompt", spy)
     monkeypatch.setattr(threads, "free_cores", lambda: 1)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
