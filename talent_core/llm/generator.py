@@ -100,7 +100,7 @@ class GeneratorModel(Role):
             names = list(LABELS) if self.task == "label" else [n for _, n in context.nodes]
         rendered = self._rendered(question, context)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names,
-                               prefix=self.soft_prompt(context))
+                               prefix=self.soft_prompt(context), head=rendered.head)
         if self.task == "label" and any(self.label_bias.values()):
             scored = [replace(s, score=s.score + self.label_bias.get(s.name, 0.0))
                       for s in scored]

@@ -1,7 +1,8 @@
 """The base model loaded once, with named LoRA adapters, and what both LLM roles share.
 
 `LoadedLM` holds the base model once, with any number of named LoRA adapters on it (peft
-multi-adapter); `retriever.RetrieverModel` and `generator.GeneratorModel` are `Role`s that
+multi-adapter; for inference an adapter runs merged into a copy of its layers' weights,
+`merged`); `retriever.RetrieverModel` and `generator.GeneratorModel` are `Role`s that
 switch to their adapter (or disable adapters: the frozen base model, the paper's "frozen
 retriever" ablation). Decoding is greedy (free) or ranked (`ranking`).
 
@@ -29,9 +30,8 @@ from talent_core.llm.merged import Merged, lora_layers, mergeable, merged, swapp
 from talent_core.llm.models import AdapterMeta, load_adapter, load_base
 from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import (
+    Past,
     Scored,
-    ScoringInputs,
-    common_prefix,
     prompt_pass,
     scores_over_cache,
     scores_with_prompt,
@@ -82,8 +82,8 @@ class LoadedLM:
         # adapters merged for inference (`merged`), least recently used first
         self._merged: OrderedDict[str, Merged] = OrderedDict()
         self.merge_capacity = settings.merged_adapters
-        # each adapter's last scored prompt: (token ids, log p(first token), KV cache)
-        self._prompts: dict[str | None, tuple[list[int], Any, list[tuple[Any, Any]]]] = {}
+        # (adapter, prompt head) -> the head's token ids and KV cache, computed alone once
+        self._heads: dict[tuple[str | None, str], tuple[list[int], Any]] = {}
         for i, (name, path) in enumerate(adapters.items(), start=1):
             stage(f"{name} adapter", i, total)
             self.add_adapter(name, path)
@@ -96,7 +96,7 @@ class LoadedLM:
         self.paths[name] = Path(path)
         self._graph_prompts.pop(name, None)  # read again from this path when asked
         self._merged.clear()  # merged again on use (new LoRA layers are switched off too)
-        self._prompts.clear()
+        self._heads.clear()
         self.model.eval()
         return meta
 
@@ -156,12 +156,13 @@ class LoadedLM:
             with ctx, torch.inference_mode(), torch_threads():
                 yield self.model
 
-    def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None
-              ) -> list[Scored]:
+    def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
+              head: str = "") -> list[Scored]:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
-        (`ranking.continuation_scores`; the prompt is encoded once, past what it shares with
-        the adapter's last prompt); ``prefix``: soft tokens
-        (P, H) in front of the prompt (`graph_prompt`)."""
+        (`ranking.scores_with_prompt`: the prompt and the names in one pass); ``head``: the
+        prompt's fixed start (`prompts.Rendered.head`), whose KV cache is computed alone
+        once per adapter and reused, so a prompt always scores the same whatever came
+        before; ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`)."""
         import torch
 
         inputs = scoring_inputs(self.tokenizer, prompt, names)
@@ -169,29 +170,32 @@ class LoadedLM:
             return []
         with self.using(adapter) as model:
             ids = torch.tensor([inputs.prompt_ids], device=model.device)
-            if prefix is not None:  # soft tokens first: nothing to share with another prompt
+            if prefix is not None:  # soft tokens first: the head is not the prompt's start
                 first, layers, t = prompt_pass(model, ids, prefix)
                 scores = scores_over_cache(model, first, layers, t, inputs.continuations,
                                            inputs.end_ids)
             else:
-                scores = self._scores(model, adapter, inputs, ids)
+                scores, *_ = scores_with_prompt(model, ids, inputs.continuations,
+                                                inputs.end_ids,
+                                                past=self._head(model, adapter, head,
+                                                                inputs.prompt_ids))
         return [Scored(n, sc) for n, sc in zip(inputs.names, scores.tolist(), strict=True)]
 
-    def _scores(self, model: Any, adapter: str | None, inputs: ScoringInputs, ids: Any) -> Any:
-        """`ranking.scores_with_prompt`, run only past the tokens the prompt shares with the
-        last prompt scored with ``adapter`` (the same prompt: over its cache); its cache then
-        becomes the last. Under `using`."""
-        last = self._prompts.get(adapter)
-        if last is not None and last[0] == inputs.prompt_ids:
-            return scores_over_cache(model, last[1], last[2], len(last[0]),
-                                     inputs.continuations, inputs.end_ids)
-        k = min(common_prefix(last[0], inputs.prompt_ids), len(inputs.prompt_ids) - 1
-                ) if last is not None else 0
-        scores, first, layers, _ = scores_with_prompt(
-            model, ids, inputs.continuations, inputs.end_ids,
-            past=(last[2], k) if last is not None and k > 0 else None)
-        self._prompts[adapter] = (list(inputs.prompt_ids), first, layers)
-        return scores
+    def _head(self, model: Any, adapter: str | None, head: str, prompt_ids: list[int]
+              ) -> Past | None:
+        """The KV cache of ``head`` with ``adapter`` (computed alone on first use) and its
+        length, when the prompt's tokens start with the head's; else None. Under `using`."""
+        import torch
+
+        if not head:
+            return None
+        if (adapter, head) not in self._heads:
+            head_ids = self.tokenizer(head, add_special_tokens=False)["input_ids"]
+            _, layers, _ = prompt_pass(model, torch.tensor([head_ids], device=model.device))
+            self._heads[(adapter, head)] = (head_ids, layers)
+        head_ids, layers = self._heads[(adapter, head)]
+        n = len(head_ids)
+        return (layers, n) if 0 < n < len(prompt_ids) and prompt_ids[:n] == head_ids else None
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
                  prefix: Any = None) -> Generation:

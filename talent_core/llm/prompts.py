@@ -18,7 +18,7 @@ after `Rendered.answer_prefix` (``" "`` after ``[/INST]``, empty for chat templa
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from jinja2 import TemplateError
@@ -191,6 +191,9 @@ def explagraphs_question(arg1: str, arg2: str) -> str:
 class Rendered:
     prompt: str  # complete prompt text; tokenise with add_special_tokens=False
     answer_prefix: str = ""  # text between the prompt and the completion
+    # the prompt's start that no question or graph changes (the instructions, up to the
+    # question): `LoadedLM.score` computes its KV cache once per adapter
+    head: str = ""
 
 
 def is_llama2_style(tokenizer: Any, model_name: str | None = None) -> bool:
@@ -250,9 +253,16 @@ def _render(
 ) -> Rendered:
     """(system, user template) with the question and the graph CSV filled in, rendered."""
     system, user = texts
-    return render_chat(
+    rendered = render_chat(
         tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
     )
+    marked = render_chat(tokenizer, system, user.format(question=_MARK, graph=""),
+                         model_name).prompt
+    head = marked[: marked.find(_MARK)] if _MARK in marked else ""
+    return replace(rendered, head=head if rendered.prompt.startswith(head) else "")
+
+
+_MARK = "\u27e6question\u27e7"  # stands in for the question to find where the head ends
 
 
 def retriever_prompt(

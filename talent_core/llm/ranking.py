@@ -13,9 +13,9 @@ summed log-probabilities (not length-normalised).
 
 Cost: one forward pass over the prompt (its KV cache is kept), then the candidates' tokens
 packed into one row per ``chunk`` names over that cache (each sees the prompt and its own
-tokens only), never the prompt again. `LoadedLM.score` also keeps each adapter's last
-prompt cache: the next prompt runs only the tokens after their common prefix (the fixed
-instructions at least).
+tokens only), never the prompt again. At inference (`scores_with_prompt`) the prompt and the
+first chunk of names share ONE pass, after the prompt's fixed head, whose cache
+`LoadedLM.score` computes once per adapter.
 
 Choosing the set (pure functions, tuned on a validation split):
 * `select_top`: names within ``margin`` (nats) of the best, at most ``top_m``, at least one.
@@ -69,14 +69,15 @@ def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     return DynamicCache(data)
 
 
-Past = tuple[list[tuple[Any, Any]], int]  # an earlier prompt's KV cache, the positions reused
+Past = tuple[list[tuple[Any, Any]], int]  # a KV cache of the prompt's first k tokens, k
 
 
 def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None, past: Past | None = None
                 ) -> tuple[Any, list[tuple[Any, Any]], int]:
     """One forward pass over the prompt: log p(first token), its KV cache, its length.
-    ``past`` = (an earlier prompt's KV cache, k): its first k positions are this prompt's
-    first k tokens too, so only the rest is run (`common_prefix`; not with ``prefix``)."""
+    ``past`` = (a KV cache, k): its first k positions are this prompt's first k tokens
+    (the prompt's fixed head, `LoadedLM.score`), so only the rest is run (not with
+    ``prefix``)."""
     import torch
 
     if past is not None and past[1] > 0:
@@ -116,16 +117,6 @@ def continuation_scores(
         raise ValueError("every continuation needs at least one token")
     first, layers, t = prompt_pass(model, prompt_ids, prefix)
     return scores_over_cache(model, first, layers, t, continuations, end_ids, chunk)
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """The number of leading tokens ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _packed_mask(t: int, lengths: Sequence[int], dtype: Any, device: Any) -> Any:
@@ -220,6 +211,8 @@ def scores_with_prompt(
     go over that cache. Inference only (no soft prompt)."""
     import torch
 
+    if not continuations or any(len(c) == 0 for c in continuations):
+        raise ValueError("scores_with_prompt needs continuations of at least one token each")
     device = prompt_ids.device
     dtype = next(model.parameters()).dtype
     t = prompt_ids.shape[1]

@@ -37,7 +37,7 @@ class RetrieverModel(Role):
         """Every node name of S shown in the prompt, scored (`ranking`), best first."""
         rendered, view = self.prompt(question, candidate)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter,
-                               [name for _, name in view.nodes])
+                               [name for _, name in view.nodes], head=rendered.head)
         return sorted(scored, key=lambda x: -x.score)
 
     def select(self, question: str, candidate: Candidate, lookup: Lookup | None = None,

@@ -81,18 +81,20 @@ def test_least_recently_used_merge_is_dropped(tiny_dir, settings, adapters) -> N
     assert list(lm._merged) == ["b"]
 
 
-def test_prompts_sharing_a_prefix_reuse_its_cache(tiny_dir, settings, adapters) -> None:
-    """The next prompt runs only past its common prefix with the adapter's last one; the
-    scores equal a fresh model's, the same prompt twice gives the same scores."""
+def test_the_prompt_head_is_cached_once_and_scores_stay_the_same(tiny_dir, settings,
+                                                                 adapters) -> None:
+    """A prompt's fixed head runs once per adapter; the rest runs on its cache: the scores
+    equal a computation without the head, and a prompt scores exactly the same whatever
+    was scored before it; a head the prompt does not start with is not used."""
+    head = "Question:\nwho"
     other = PROMPT.replace("titanic\n<DESC>", "avatar\n<DESC>")
     lm = LoadedLM(str(tiny_dir), adapters, settings)
     for adapter in ("a", None):
-        first = _scores(lm, adapter)
-        seen = lm._prompts[adapter][0]
-        again = lm.score(other, adapter, NAMES)
-        assert lm._prompts[adapter][0] != seen  # the last prompt is the new one
-        fresh = LoadedLM(str(tiny_dir), adapters, settings).score(other, adapter, NAMES)
-        assert [s.score for s in again] == pytest.approx([s.score for s in fresh], abs=1e-4)
-        assert _scores(lm, adapter) == pytest.approx(first, abs=1e-4)
-        assert _scores(lm, adapter) == _scores(lm, adapter)  # the same prompt: reused whole
-    assert set(lm._prompts) == {"a", None}
+        want = _scores(lm, adapter)  # no head
+        first = [s.score for s in lm.score(PROMPT, adapter, NAMES, head=head)]
+        assert first == pytest.approx(want, abs=1e-4)
+        lm.score(other, adapter, NAMES, head=head)
+        assert [s.score for s in lm.score(PROMPT, adapter, NAMES, head=head)] == first
+        unrelated = [s.score for s in lm.score(PROMPT, adapter, NAMES, head="Answer:")]
+        assert unrelated == _scores(lm, adapter)  # not the prompt's start: no cache used
+    assert set(lm._heads) == {("a", head), (None, head), ("a", "Answer:"), (None, "Answer:")}

@@ -169,3 +169,17 @@ def test_paths_style_writes_anchor_paths(tiny_tok, candidate) -> None:
     assert ids2["l:en"] not in anchor_paths(alone, names2, ids2)
     full = candidate_view(alone).text("paths")
     assert full.splitlines()[-1] == "</DESC>" and "\nenglish\n" in full
+
+
+def test_rendered_head_is_the_fixed_start(tiny_tok) -> None:
+    """`Rendered.head`: the prompt's start up to the question, the same for every question
+    and graph, for both roles and styles."""
+    from talent_core.llm.prompts import generator_prompt, retriever_prompt
+
+    for render in (retriever_prompt, generator_prompt):
+        for style in ("paper", "compact", "named"):
+            a = render(tiny_tok, "who directed titanic", "<DESC>\n0,x\n</DESC>", style=style)
+            b = render(tiny_tok, "what year was avatar", "<DESC>\n1,y\n</DESC>", style=style)
+            assert a.head and a.head == b.head
+            assert a.prompt.startswith(a.head) and "titanic" not in a.head
+            assert a.prompt[len(a.head):].startswith("who directed titanic")

@@ -10,7 +10,6 @@ from talent_core.llm.lm import LoadedLM
 from talent_core.llm.loading import load_models
 from talent_core.llm.ranking import (
     Scored,
-    common_prefix,
     continuation_scores,
     prompt_pass,
     scores_over_cache,
@@ -58,22 +57,21 @@ def test_cached_batched_scores_equal_full_forward(tiny_dir, settings) -> None:
 
 def test_prompt_and_names_in_one_pass_equal_full_forward(tiny_dir, settings) -> None:
     """`scores_with_prompt`: the prompt and the packed names in one pass (from scratch, or
-    after an earlier prompt's cache of their common prefix; more names than one chunk)
-    score as a plain full-sequence computation; the cache it returns is the prompt's."""
+    after the cache of the prompt's head; more names than one chunk) score as a plain
+    full-sequence computation; the cache it returns is the prompt's."""
     lm = LoadedLM(str(tiny_dir), {}, settings)
     tok = lm.tokenizer
     prompt = "Question:\nwho directed the movie titanic\n<DESC>\n0,titanic\n</DESC>"
-    earlier = "Question:\nwho wrote the movie avatar\n<DESC>\n0,avatar\n</DESC>"
     prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-    earlier_ids = tok(earlier, add_special_tokens=False)["input_ids"]
+    head_ids = tok("Question:\nwho", add_special_tokens=False)["input_ids"]
     names = ["james cameron", "titanic", "1997", "leonardo dicaprio", "j"]
     conts = [tok(n, add_special_tokens=False)["input_ids"] for n in names]
     ends = [tok.eos_token_id, tok("|", add_special_tokens=False)["input_ids"][0]]
     want = [_brute_force(lm.model, prompt_ids, c, ends) for c in conts]
-    k = common_prefix(earlier_ids, prompt_ids)
-    assert 0 < k < len(prompt_ids)
+    k = len(head_ids)
+    assert 0 < k < len(prompt_ids) and prompt_ids[:k] == head_ids
     with torch.inference_mode():
-        _, cached, _ = prompt_pass(lm.model, torch.tensor([earlier_ids]))
+        _, cached, _ = prompt_pass(lm.model, torch.tensor([head_ids]))
         for past, chunk in ((None, 64), ((cached, k), 64), ((cached, k), 2)):
             got, first, layers, t = scores_with_prompt(
                 lm.model, torch.tensor([prompt_ids]), conts, ends, past=past, chunk=chunk)
