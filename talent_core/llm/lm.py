@@ -32,8 +32,8 @@ from talent_core.llm.prompts import PromptStyle, Task
 from talent_core.llm.ranking import (
     Past,
     Scored,
+    continuation_scores,
     prompt_pass,
-    scores_over_cache,
     scores_with_prompt,
     scoring_inputs,
     select_top,
@@ -171,9 +171,8 @@ class LoadedLM:
         with self.using(adapter) as model:
             ids = torch.tensor([inputs.prompt_ids], device=model.device)
             if prefix is not None:  # soft tokens first: the head is not the prompt's start
-                first, layers, t = prompt_pass(model, ids, prefix)
-                scores = scores_over_cache(model, first, layers, t, inputs.continuations,
-                                           inputs.end_ids)
+                scores = continuation_scores(model, ids, inputs.continuations, inputs.end_ids,
+                                             prefix=prefix)
             else:
                 scores, *_ = scores_with_prompt(model, ids, inputs.continuations,
                                                 inputs.end_ids,

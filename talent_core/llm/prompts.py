@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from jinja2 import TemplateError
@@ -256,13 +257,21 @@ def _render(
     rendered = render_chat(
         tokenizer, system, user.format(question=question.strip(), graph=graph_csv), model_name
     )
-    marked = render_chat(tokenizer, system, user.format(question=_MARK, graph=""),
-                         model_name).prompt
-    head = marked[: marked.find(_MARK)] if _MARK in marked else ""
+    head = _prompt_head(tokenizer, system, user, model_name)
     return replace(rendered, head=head if rendered.prompt.startswith(head) else "")
 
 
 _MARK = "\u27e6question\u27e7"  # stands in for the question to find where the head ends
+
+
+@lru_cache(maxsize=64)
+def _prompt_head(tokenizer: Any, system: str, user: str, model_name: str | None) -> str:
+    """The rendered prompt's text before the question (`Rendered.head`), the same for
+    every question and graph: rendered once per template, not per prompt (prompts are
+    rendered several times over while they are fitted to a token budget)."""
+    marked = render_chat(tokenizer, system, user.format(question=_MARK, graph=""),
+                         model_name).prompt
+    return marked[: marked.find(_MARK)] if _MARK in marked else ""
 
 
 def retriever_prompt(

@@ -55,7 +55,7 @@ def _cache_layers(cache: Any) -> list[tuple[Any, Any]]:
     return [tuple(kv) for kv in cache]  # legacy tuple of tuples
 
 
-def _head(layers: list[tuple[Any, Any]], k: int) -> list[tuple[Any, Any]]:
+def _first_positions(layers: list[tuple[Any, Any]], k: int) -> list[tuple[Any, Any]]:
     """The first ``k`` positions of a KV cache (views)."""
     return [(a[:, :, :k], b[:, :, :k]) for a, b in layers]
 
@@ -69,23 +69,16 @@ def _expanded_cache(layers: list[tuple[Any, Any]], n: int) -> Any:
     return DynamicCache(data)
 
 
-Past = tuple[list[tuple[Any, Any]], int]  # a KV cache of the prompt's first k tokens, k
+# a KV cache of a prompt's first k tokens (its fixed head, `LoadedLM.score`), and k
+Past = tuple[list[tuple[Any, Any]], int]
 
 
-def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None, past: Past | None = None
+def prompt_pass(model: Any, prompt_ids: Any, prefix: Any = None
                 ) -> tuple[Any, list[tuple[Any, Any]], int]:
-    """One forward pass over the prompt: log p(first token), its KV cache, its length.
-    ``past`` = (a KV cache, k): its first k positions are this prompt's first k tokens
-    (the prompt's fixed head, `LoadedLM.score`), so only the rest is run (not with
-    ``prefix``)."""
+    """One forward pass over the prompt: log p(first token), its KV cache, its length."""
     import torch
 
-    if past is not None and past[1] > 0:
-        layers, k = past
-        cached = _cache_keyword(model)
-        out = model(input_ids=prompt_ids[:, k:], use_cache=True, logits_to_keep=1,
-                    **{cached: _expanded_cache(_head(layers, k), 1)})
-    elif prefix is None:
+    if prefix is None:
         out = model(input_ids=prompt_ids, use_cache=True, logits_to_keep=1)  # no vocab x T
     else:
         from talent_core.llm.graph_prompt import prefixed_embeds
@@ -206,7 +199,8 @@ def scores_with_prompt(
     """`continuation_scores` with the prompt and the first ``chunk`` continuations packed
     into ONE forward pass (the prompt causal, each continuation seeing the prompt and its
     own tokens): one pass fewer than `prompt_pass` + `scores_over_cache`, whose fixed cost
-    on CPU is a good part of a short pass. ``past`` as in `prompt_pass`. Returns (scores,
+    on CPU is a good part of a short pass. ``past``: the cache of the prompt's first k
+tokens, so only the rest of the prompt is run. Returns (scores,
     log p(first token), the prompt's KV cache, its length); the rest of the continuations
     go over that cache. Inference only (no soft prompt)."""
     import torch
@@ -217,10 +211,10 @@ def scores_with_prompt(
     dtype = next(model.parameters()).dtype
     t = prompt_ids.shape[1]
     k = past[1] if past is not None else 0
-    head = [list(c) for c in continuations[:chunk]]
-    lengths = [len(c) for c in head]
+    packed = [list(c) for c in continuations[:chunk]]
+    lengths = [len(c) for c in packed]
     n = sum(lengths)
-    flat = torch.tensor([x for c in head for x in c], dtype=prompt_ids.dtype, device=device)
+    flat = torch.tensor([x for c in packed for x in c], dtype=prompt_ids.dtype, device=device)
     new = t - k
     mask = torch.full((1, 1, new + n, t + n), torch.finfo(dtype).min, dtype=dtype,
                       device=device)
@@ -229,12 +223,13 @@ def scores_with_prompt(
     mask[0, 0, new:] = _packed_mask(t, lengths, dtype, device)[0, 0]
     positions = torch.cat([torch.arange(k, t, device=device), t + _offsets(lengths, device)])
     kw = _cache_keyword(model)
-    cache = {kw: _expanded_cache(_head(past[0], k), 1)} if past is not None and k > 0 else {}
+    cache = ({kw: _expanded_cache(_first_positions(past[0], k), 1)}
+             if past is not None and k > 0 else {})
     res = model(input_ids=torch.cat([prompt_ids[0, k:], flat])[None], position_ids=positions[None],
                 attention_mask=mask, use_cache=True, logits_to_keep=n + 1, **cache)
     logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # (n + 1, V)
     first = logp[0]  # after the prompt's last token
-    layers = _head(_cache_layers(res[kw] if kw in res else res.past_key_values), t)
+    layers = _first_positions(_cache_layers(res[kw] if kw in res else res.past_key_values), t)
     scores = _names_scores(first, logp[1:], flat, lengths, end_ids)
     rest = scores_over_cache(model, first, layers, t, continuations[chunk:], end_ids, chunk)
     return torch.cat([scores, rest]), first, layers, t
