@@ -36,6 +36,7 @@ from talent_core.llm.prompts import (
 from talent_core.llm.ranking import scoring_inputs
 from talent_core.llm.targets import TargetLine, generator_target, retriever_target
 from talent_core.models import Candidate, Selection
+from talent_core.questions import LABELS
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +246,8 @@ def generator_features(
 ) -> Features:
     """Eq. 15 for one example: weight 1 on every answer token (and EOS), 0 on the prompt.
     ``rank``: also the inputs of the ranking loss (`RankFeatures`), the context's node names
-    scored after the prompt exactly as ranked decoding scores them."""
+    scored after the prompt exactly as ranked decoding scores them (label task: the labels,
+    as `GeneratorModel.rank` scores them)."""
     target = generator_target(answers)
     rendered, view = fit_generator_view(
         tokenizer, question, candidate, selection, max_length, task, model_name,
@@ -255,15 +257,15 @@ def generator_features(
     ids, weights, n_prompt = encode_weighted(
         tokenizer, rendered, target, 1.0, eos_weight, whole_target=True
     )
-    ranked = _rank_features(tokenizer, rendered, view, answers, ids) if rank else None
+    names = list(LABELS) if task == "label" else [n for _, n in view.nodes]
+    ranked = _rank_features(tokenizer, rendered, names, answers, ids) if rank else None
     return Features(ids, weights, n_prompt, target.text, len(target.spans), 0,
                     view.dropped_nodes, view.dropped_edges, ranked)
 
 
-def _rank_features(tokenizer: Any, rendered: Rendered, view: GraphView,
+def _rank_features(tokenizer: Any, rendered: Rendered, names: Sequence[str],
                    answers: Sequence[str], ids: Sequence[int]) -> RankFeatures:
-    inputs = scoring_inputs(tokenizer, rendered.prompt + rendered.answer_prefix,
-                            [n for _, n in view.nodes])
+    inputs = scoring_inputs(tokenizer, rendered.prompt + rendered.answer_prefix, list(names))
     gold_keys = {answer_key(a) for a in answers} - {""}
     head = inputs.prompt_ids
     shared = list(ids[: len(head)]) == head and len(ids) > len(head)

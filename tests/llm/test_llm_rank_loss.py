@@ -14,6 +14,7 @@ from talent_core.llm.lm import LoadedLM
 from talent_core.llm.loss import ranking_loss, sequence_loss, sft_and_rank_loss
 from talent_core.llm.models import read_meta
 from talent_core.llm.ranking import continuation_scores
+from talent_core.questions import LABELS
 from talent_core.training.llm import train_generator
 from talent_core.training.trainer import TrainConfig
 
@@ -48,6 +49,20 @@ def test_rank_features_are_what_ranked_decoding_scores(tiny_dir, settings) -> No
     assert [lm.tokenizer.decode(c) for c in r.continuations] == names
     assert r.gold == [n == "james cameron" for n in names]
     assert _features(lm.tokenizer, ex, rank=False).rank is None
+
+
+def test_label_task_rank_features_score_the_labels(tiny_dir, settings) -> None:
+    """The label task ranks the two labels at inference (`GeneratorModel.rank`), so its
+    ranking loss scores the labels, not the graph's concept names."""
+    lm = LoadedLM(str(tiny_dir), {}, settings)
+    ex = sample_examples(1)[0]
+    for gold in LABELS:
+        f = generator_features(lm.tokenizer, "Argument 1: a. Argument 2: b.", ex.candidate,
+                               None, [gold], 4096, task="label", rank=True)
+        r = f.rank
+        assert r is not None and r.shared
+        assert [lm.tokenizer.decode(c) for c in r.continuations] == list(LABELS)
+        assert r.gold == [label == gold for label in LABELS]
 
 
 def test_one_pass_loss_equals_inference_scores(tiny_dir, settings) -> None:
