@@ -82,6 +82,7 @@ class LoadedLM:
         # adapters merged for inference (`merged`), least recently used first
         self._merged: OrderedDict[str, Merged] = OrderedDict()
         self.merge_capacity = settings.merged_adapters
+        self._frozen: Merged | None = None  # every LoRA layer, to switch off (adapter None)
         # (adapter, prompt head) -> the head's token ids and KV cache, computed alone once
         self._heads: dict[tuple[str | None, str], tuple[list[int], Any]] = {}
         for i, (name, path) in enumerate(adapters.items(), start=1):
@@ -96,6 +97,7 @@ class LoadedLM:
         self.paths[name] = Path(path)
         self._graph_prompts.pop(name, None)  # read again from this path when asked
         self._merged.clear()  # merged again on use (new LoRA layers are switched off too)
+        self._frozen = None
         self._heads.clear()
         self.model.eval()
         return meta
@@ -148,7 +150,9 @@ class LoadedLM:
             ctx: Any = contextlib.nullcontext()
             if hasattr(self.model, "disable_adapter"):
                 if adapter is None:  # every LoRA layer off (peft's disable_adapter is slow)
-                    ctx = swapped_in(Merged([], lora_layers(self.model)))
+                    if self._frozen is None:  # the model's walk, once per set of adapters
+                        self._frozen = Merged([], lora_layers(self.model))
+                    ctx = swapped_in(self._frozen)
                 elif (weights := self._merged_weights(adapter)) is not None:
                     ctx = swapped_in(weights)
                 else:

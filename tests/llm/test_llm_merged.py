@@ -98,3 +98,21 @@ def test_the_prompt_head_is_cached_once_and_scores_stay_the_same(tiny_dir, setti
         unrelated = [s.score for s in lm.score(PROMPT, adapter, NAMES, head="Answer:")]
         assert unrelated == _scores(lm, adapter)  # not the prompt's start: no cache used
     assert set(lm._heads) == {("a", head), (None, head), ("a", "Answer:"), (None, "Answer:")}
+
+
+def test_the_frozen_model_stays_frozen_when_an_adapter_adds_lora_layers(
+        tiny_dir, settings, adapters) -> None:
+    """The frozen model's list of LoRA layers to switch off is kept between calls and made
+    again when an adapter is added: one adapting other modules brings new LoRA layers (run
+    unmerged here, so that peft's active adapter is the added one when the frozen model
+    runs next)."""
+    lm = LoadedLM(str(tiny_dir), {"b": adapters["b"]},  # q_proj, v_proj only
+                  settings.model_copy(update={"merged_adapters": 0}))
+    before = _scores(lm, None)
+    assert lm._frozen is not None
+    kept = lm._frozen
+    _scores(lm, None)
+    assert lm._frozen is kept  # not walked again
+    lm.add_adapter("a", adapters["a"])  # all-linear: LoRA layers on modules "b" left alone
+    assert _scores(lm, "a") != pytest.approx(before, abs=1e-2)  # "a" active in peft now
+    assert _scores(lm, None) == pytest.approx(before, abs=1e-5)
