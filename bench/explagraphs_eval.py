@@ -89,7 +89,8 @@ def main() -> None:
                 "explanation graph given as S, ranked over the two labels; trained = the "
                 "package defaults (shipped ExplaGraphs label-task adapters), frozen = "
                 "--adapters none",
-        "command": "OMP_NUM_THREADS=1 python bench/explagraphs_eval.py "
+        "command": f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} "
+                   "python bench/explagraphs_eval.py "
                    f"--part {args.part} --configs {args.configs}"
                    + (f" --retriever {args.retriever}" if args.retriever else "")
                    + (f" --generator {args.generator}" if args.generator else "")
