@@ -257,10 +257,16 @@ def generator_features(
     ids, weights, n_prompt = encode_weighted(
         tokenizer, rendered, target, 1.0, eos_weight, whole_target=True
     )
-    names = list(LABELS) if task == "label" else [n for _, n in view.nodes]
-    ranked = _rank_features(tokenizer, rendered, names, answers, ids) if rank else None
+    ranked = (_rank_features(tokenizer, rendered, ranked_names(view, task), answers, ids)
+              if rank else None)
     return Features(ids, weights, n_prompt, target.text, len(target.spans), 0,
                     view.dropped_nodes, view.dropped_edges, ranked)
+
+
+def ranked_names(view: GraphView, task: Task) -> list[str]:
+    """What the generator's ranked decoding scores as the answer: the two labels for the
+    label task, else the context's node names (`GeneratorModel.rank`, the ranking loss)."""
+    return list(LABELS) if task == "label" else [n for _, n in view.nodes]
 
 
 def _rank_features(tokenizer: Any, rendered: Rendered, names: Sequence[str],

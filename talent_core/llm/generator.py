@@ -10,7 +10,7 @@ import numpy as np
 
 from talent_core.config import GENERATOR_MAX_NEW_TOKENS
 from talent_core.llm.context import GraphView, generator_view
-from talent_core.llm.features import fit_generator_view
+from talent_core.llm.features import fit_generator_view, ranked_names
 from talent_core.llm.graph_prompt import (
     GraphPrompter,
     VectorSource,
@@ -97,7 +97,7 @@ class GeneratorModel(Role):
         """``names`` (default: the context's node names; label task: the labels) scored as
         the answer, best first."""
         if names is None:
-            names = list(LABELS) if self.task == "label" else [n for _, n in context.nodes]
+            names = ranked_names(context, self.task)
         rendered = self._rendered(question, context)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names,
                                prefix=self.soft_prompt(context), head=rendered.head)

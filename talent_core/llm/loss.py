@@ -149,7 +149,12 @@ def sft_and_rank_loss(
     SFT term and the first-name distribution, and its KV cache cut at ``head_len`` is what
     the candidate names are scored over (`ranking.scores_over_cache`). Returns (loss, the
     ranking term or None when no candidate is gold)."""
-    from talent_core.llm.ranking import _cache_keyword, _cache_layers, scores_over_cache
+    from talent_core.llm.ranking import (
+        _cache_keyword,
+        _cache_layers,
+        _first_positions,
+        scores_over_cache,
+    )
 
     t = input_ids.shape[1]
     if not 0 < head_len < t:
@@ -167,7 +172,7 @@ def sft_and_rank_loss(
     first = torch.log_softmax(logits[0, 0].float(), dim=-1)
     kw = _cache_keyword(model)
     cache = out[kw] if kw in out else out.past_key_values
-    layers = [(k[:, :, :head_len], v[:, :, :head_len]) for k, v in _cache_layers(cache)]
+    layers = _first_positions(_cache_layers(cache), head_len)
     scores = scores_over_cache(model, first, layers, head_len, continuations, end_ids)
     rank = ranking_loss(scores, torch.tensor(gold, device=scores.device))
     return loss + rank_weight * rank, rank

@@ -200,9 +200,9 @@ def scores_with_prompt(
     into ONE forward pass (the prompt causal, each continuation seeing the prompt and its
     own tokens): one pass fewer than `prompt_pass` + `scores_over_cache`, whose fixed cost
     on CPU is a good part of a short pass. ``past``: the cache of the prompt's first k
-tokens, so only the rest of the prompt is run. Returns (scores,
-    log p(first token), the prompt's KV cache, its length); the rest of the continuations
-    go over that cache. Inference only (no soft prompt)."""
+    tokens, so only the rest of the prompt is run. Returns (scores, log p(first token), the
+    prompt's KV cache, its length); the rest of the continuations go over that cache.
+    Inference only (no soft prompt)."""
     import torch
 
     if not continuations or any(len(c) == 0 for c in continuations):
