@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import httpx
-from benchio import load_average, write_json_atomic
+from benchio import load_average, wait_healthy, write_json_atomic
 
 from talent_core.api.keys import KeyStore
 
@@ -52,15 +52,7 @@ def served(data_dir: Path, name: str, scope: str = "read", env: dict[str, str] |
                             env={**os.environ, "TALENT_DATA_DIR": str(data_dir), **(env or {})},
                             cwd=ROOT)
     try:
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise SystemExit("talent serve exited")
-            time.sleep(0.2)
+        wait_healthy(base, proc, timeout=3600)
         yield base, key, proc
     finally:
         proc.terminate()

@@ -79,3 +79,22 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, rounds: int
             "ci95": [round(float(np.quantile(boot, 0.025)), 4),
                      round(float(np.quantile(boot, 0.975)), 4)],
             "wins": int((d > 0).sum()), "losses": int((d < 0).sum())}
+
+
+def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Return once ``proc`` (a `talent serve`) answers /healthz at ``base``; SystemExit when
+    it exits first or ``timeout`` seconds pass."""
+    import time
+
+    import httpx
+
+    deadline = time.time() + timeout
+    while True:
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            raise SystemExit(f"talent serve at {base} did not start (exit {proc.poll()})")
+        time.sleep(0.2)

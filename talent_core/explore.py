@@ -455,3 +455,50 @@ def export_csv(answer: Answer, evidence: Sequence[Evidence]) -> str:
                             p.names.get(s, names.get(s, s)), r,
                             p.names.get(d, names.get(d, d))])
     return buf.getvalue()
+
+
+def candidate_json(candidate: Candidate) -> dict[str, Any]:
+    """The `talent retrieve --json` shape."""
+    return {
+        "method": candidate.method,
+        "seeds": [s.model_dump() for s in candidate.seeds],
+        "nodes": [
+            {"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed} for n in candidate.nodes
+        ],
+        "edges": [
+            {"src": e.src, "rel": e.rel, "dst": e.dst, "prize": e.prize} for e in candidate.edges
+        ],
+        "truncated": candidate.truncated,
+        "timings_ms": candidate.timings_ms,
+    }
+
+
+def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict[str, Any]:
+    """The `talent ask --json` shape; `evidence` (default: paths over S only) is the UI
+    export's `answers` (the same paths, in the same order, as the Ask page shows)."""
+    names = {n.id: n.name for n in ans.candidate.nodes}
+    sel = ans.selection
+    return {
+        "question": ans.question,
+        "answer": ans.answer,
+        "raw": ans.raw,
+        "method": ans.candidate.method,
+        "candidate": [{"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed}
+                      for n in ans.candidate.nodes],
+        "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
+        "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
+        "edges": [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
+                  for e in ans.edges],
+        "decode": ans.decode,
+        "ranked": [r.model_dump() for r in ans.ranked],
+        "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
+        "frozen": ans.frozen,
+        "generator": ans.generator,
+        "plan": [p.model_dump() for p in ans.plan],
+        "planner": ans.planner,
+        "answer_path": ans.answer_path,
+        "links": [lk.model_dump() for lk in ans.candidate.links],
+        "not_in_kg": ans.not_in_kg,
+        "evidence": evidence_json(ans, answer_evidence(ans) if evidence is None else evidence),
+        "timings_ms": ans.timings_ms,
+    }

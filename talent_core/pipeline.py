@@ -36,7 +36,7 @@ from talent_core.retrieval.config import apply_overrides
 from talent_core.retrieval.linking import not_in_kg, read_as_linked
 from talent_core.retrieval.planner import PlannerModel, resolve_planner
 from talent_core.store import GraphStore, open_store
-from talent_core.text import check_question
+from talent_core.text import check_question, check_topics
 
 if TYPE_CHECKING:
     from talent_core.llm.generator import GeneratorModel
@@ -76,6 +76,14 @@ class Pipeline:
         `settings.planner`)."""
         self.settings = settings or get_settings()
         self.store = store or open_store(self.settings)
+        if store is None:  # a killed unload is finished before anything here reads the store
+            from talent_core.loaders.sources import resume_interrupted
+
+            try:
+                resume_interrupted(self.store, self.settings)
+            except BaseException:
+                self.store.close()
+                raise
         self._embedder = embedder
         self.retrieval = retrieval or RetrievalConfig()
         self.question_format: QuestionFormat = question_format or self.settings.question_format
@@ -199,6 +207,8 @@ class Pipeline:
         that `answer` need not plan again."""
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
+        topic_entities = check_topics(topic_entities, self.settings.max_topic_entities,
+                                      self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
         candidate = read_as_linked(retrieve(text, self.store, self.embedder, config,
                                             topics or None))

@@ -32,9 +32,10 @@ from talent_core.llm.explagraphs import graph_candidate
 from talent_core.llm.prompts import explagraphs_question
 from talent_core.models import Answer, Candidate, GeneratorType
 from talent_core.questions import LABELS, parse_graph
-from talent_core.text import check_question
+from talent_core.text import char_problem, check_question
 
 if TYPE_CHECKING:
+    from talent_core.config import Settings
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.retriever import RetrieverModel
     from talent_core.pipeline import Pipeline
@@ -160,15 +161,41 @@ def label_models(pipe: Pipeline) -> tuple[RetrieverModel, GeneratorModel, str | 
             trained)
 
 
-def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
-    """Support / counter for two arguments (see the module docstring)."""
-    t0 = time.perf_counter()
-    max_chars = pipe.settings.max_question_chars
+def check_stance(request: StanceRequest, settings: Settings) -> None:
+    """A stance request's text checked before any model work (the API does it before a model
+    slot is taken): both arguments as questions are, the graph's length
+    (``max_graph_triples`` triples of at most a question's length each), characters and
+    syntax; TextInputError naming the part."""
+    max_chars = settings.max_question_chars
     for name, text in (("argument 1", request.arg1), ("argument 2", request.arg2)):
         try:
             check_question(text, max_chars)
         except TextInputError as e:
             raise TextInputError(f"{name}: {e}") from None
+    graph = request.graph
+    if graph is None or not graph.strip():
+        return
+    most = settings.max_graph_triples
+    if len(graph) > most * max_chars:
+        raise TextInputError(f"graph: {len(graph):,} characters; the maximum is "
+                             f"{most * max_chars:,}")
+    problem = char_problem(graph)
+    if problem is not None:
+        raise TextInputError(f"graph: {problem}")
+    n = graph.count("(")
+    if n > most:
+        raise TextInputError(f"graph: {n:,} triples; the maximum is {most:,} "
+                             "(TALENT_MAX_GRAPH_TRIPLES)")
+    try:
+        parse_graph(graph)
+    except GraphSyntaxError as e:
+        raise TextInputError(f"graph: {e}") from None
+
+
+def answer_stance(pipe: Pipeline, request: StanceRequest) -> StanceAnswer:
+    """Support / counter for two arguments (see the module docstring)."""
+    t0 = time.perf_counter()
+    check_stance(request, pipe.settings)
     candidate, source = stance_candidate(pipe, request)
     retriever, generator, trained = label_models(pipe)
     wanted: Mode = request.mode or pipe.settings.stance_mode

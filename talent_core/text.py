@@ -287,6 +287,27 @@ def check_question(text: str, max_chars: int = MAX_QUESTION_CHARS) -> str:
     return text
 
 
+def check_topics(names: list[str] | None, max_count: int,
+                 max_chars: int = MAX_QUESTION_CHARS) -> list[str] | None:
+    """Topic entities a user named beside the question, each checked as a question is
+    (`check_question`: text, length, UTF-8, control characters) and at most ``max_count`` of
+    them; TextInputError naming the entry. None stays None."""
+    if names is None:
+        return None
+    if not isinstance(names, list):
+        raise TextInputError(f"topic entities must be a list, got {type(names).__name__}")
+    if len(names) > max_count:
+        raise TextInputError(f"{len(names):,} topic entities; the maximum is {max_count:,}")
+    out = []
+    for i, name in enumerate(names, 1):
+        try:
+            out.append(check_question(name, max_chars))
+        except TextInputError as e:
+            raise TextInputError(f"topic entity {i}: "
+                                 + str(e).replace("the question", "the name")) from None
+    return out
+
+
 def answer_key(name: str) -> str:
     """The key names are COMPARED by (answers vs gold, LLM output vs S): NFKC, casefold,
     strip, collapse whitespace.

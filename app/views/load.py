@@ -29,7 +29,7 @@ import streamlit as st
 
 from talent_core.api.client import ApiClient
 from talent_core.config import get_settings
-from talent_core.errors import ApiClientError, StoreBusyError
+from talent_core.errors import ApiClientError, TalentError
 from talent_core.ui.common import api_client, default_pipeline, run_with_progress, store_caption
 from talent_core.ui.safe import error_line, plain, upload_path
 
@@ -304,18 +304,19 @@ def sources_report(pipe: Any, client: ApiClient | None = None) -> Any:
         return None
 
 
-def remove(pipe: Any, client: ApiClient | None, source: str) -> tuple[bool, str]:
-    """Unload ``source`` (here or by the API server): (done, what to say)."""
+def remove(pipe: Any, client: ApiClient | None, source_id: int) -> tuple[bool, str]:
+    """Unload the source ``source_id`` (here or by the API server; by id, so that any name
+    works): (done, what to say)."""
     from talent_core.loaders.sources import unload_source
 
     try:
         if client is not None:
-            change = client.remove_source(source)
+            change = client.remove_source(source_id)
         else:
-            change = unload_source(pipe.store, source, get_settings().batch_size,
+            change = unload_source(pipe.store, source_id, get_settings().batch_size,
                                    settings=get_settings())
-    except (StoreBusyError, ApiClientError) as e:  # a load / unload of this store is running
-        return False, error_line(e) if isinstance(e, StoreBusyError) else str(e)
+    except TalentError as e:  # busy (a load / unload is running), gone, a full disk, ...
+        return False, str(e) if isinstance(e, ApiClientError) else error_line(e)
     return True, (f"removed {change.source!r}: {change.triples_deleted:,} triples, "
                   f"{change.entities_deleted:,} entities, {change.relations_deleted:,} "
                   "relations deleted")
@@ -352,7 +353,7 @@ def sources_view(pipe: Any, report: Any, client: ApiClient | None = None) -> Non
         y, n = st.columns(2)
         if y.button("Yes, remove it", type="primary", key="remove_confirm"):
             st.session_state.pop(CONFIRM, None)
-            st.session_state[REMOVED] = remove(pipe, client, pending)
+            st.session_state[REMOVED] = remove(pipe, client, info.id)
             st.rerun()  # the table and the sidebar's counts as they are now
         if n.button("Cancel", key="remove_cancel"):
             st.session_state.pop(CONFIRM, None)

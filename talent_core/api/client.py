@@ -216,10 +216,13 @@ class ApiClient:
     def sources(self) -> SourcesReport:
         return SourcesReport.model_validate(self._call("GET", "/v1/sources"))
 
-    def remove_source(self, source: str) -> SourceChange:
-        """DELETE /v1/sources/{source}: `talent unload`."""
+    def remove_source(self, source: int | str) -> SourceChange:
+        """`talent unload`: DELETE /v1/sources/{id} for an id (an int), DELETE
+        /v1/sources?name=NAME for a name (any name, `/` included)."""
+        if isinstance(source, int):
+            return SourceChange.model_validate(self._call("DELETE", f"/v1/sources/{source}"))
         return SourceChange.model_validate(
-            self._call("DELETE", "/v1/sources/" + quote(source, safe="")))
+            self._call("DELETE", "/v1/sources?name=" + quote(source, safe="")))
 
     def start_load(self, name: str, content: bytes, fmt: str | None = None,
                    on_error: str = "fail", replace: str | None = None,

@@ -7,7 +7,7 @@ import base64
 import binascii
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class _Strict(BaseModel):
@@ -80,18 +80,29 @@ def load_options(delimiter: str | None, columns: str | None, limit: int | None,
 
 
 class ChatMessage(BaseModel):
-    """An OpenAI chat message; ``content``: text, or a list of parts of which the text
-    parts count."""
+    """An OpenAI chat message; ``content``: text, or a list of parts of which the text parts
+    count (a text part's text must be a string; other parts, images say, are not read)."""
 
     model_config = ConfigDict(extra="ignore")
 
     role: str
     content: str | list[dict[str, Any]] | None = None
 
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            for i, part in enumerate(value):
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    raise ValueError(f"part {i} must be an object with a string 'type'")
+                if part["type"] == "text" and not isinstance(part.get("text"), str):
+                    raise ValueError(f"part {i}: a text part's text must be a string, got "
+                                     f"{type(part.get('text')).__name__}")
+        return value
+
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "".join(str(p.get("text", "")) for p in self.content
-                           if p.get("type") == "text")
+            return "".join(p["text"] for p in self.content if p["type"] == "text")
         return self.content or ""
 
 
@@ -155,6 +166,7 @@ class LoadJobOut(BaseModel):
     result: dict[str, Any] | None = None
     error: ErrorDetail | None = None
     rejects: bool = False
+    notes: list[str] = Field(default_factory=list)  # e.g. the name an upload was recorded as
 
 
 def entity_token(kg_id: str) -> str:

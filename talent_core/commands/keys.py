@@ -16,9 +16,14 @@ keys_app = typer.Typer(no_args_is_help=True, help=(
 
 
 def _store():
+    """The keys of the settings' data dir, once it passed the check every command makes
+    (`check_data_dir`: DataDirError when another user controls it)."""
     from talent_core.api.keys import KeyStore
+    from talent_core.store.data_dir import check_data_dir
 
-    return KeyStore(get_settings().data_dir)
+    data_dir = get_settings().data_dir
+    check_data_dir(data_dir)
+    return KeyStore(data_dir)
 
 
 @keys_app.command("create")
@@ -49,8 +54,17 @@ def keys_list(json: Annotated[bool, typer.Option("--json", help="print JSON")] =
 
 @keys_app.command("revoke")
 def keys_revoke(
-    key: Annotated[str, typer.Argument(help="the key's name or id")],
+    key: Annotated[str | None, typer.Argument(help="the key's exact name or its id")] = None,
+    key_id: Annotated[str | None, typer.Option("--id", help="the key with this id")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="the key with this name")] = None,
 ) -> None:
     """Remove a key: requests with it are refused (401) from now on."""
-    rec = _store().revoke(key)
+    from talent_core.errors import ApiKeyError
+
+    given = [(v, by) for v, by in ((key, "either"), (key_id, "id"), (name, "name"))
+             if v is not None]
+    if len(given) != 1:
+        raise ApiKeyError("say which key to revoke: its name or id, or one of --id ID, "
+                          "--name NAME")
+    rec = _store().revoke(*given[0])  # type: ignore[arg-type]
     typer.echo(f"revoked key {rec.name!r} (id {rec.id})")

@@ -229,6 +229,11 @@ def load(
         **({} if bulk is None else {"bulk": bulk}),
     )
     fmt = format.value if format else None
+    from talent_core.loaders.base import source_name_of
+    from talent_core.loaders.sources import check_source_name, open_resumed
+
+    if replace is None or source is not None:  # --replace keeps the source's name
+        check_source_name(source or source_name_of(path))
     if replace is not None:
         if dry_run:
             typer.echo("--replace does not combine with --dry-run", err=True)
@@ -245,6 +250,8 @@ def load(
                                  keep_newlines=True))
     else:
         report = load_path(path, fmt, **kwargs)
+        if not dry_run:  # what a killed unload left (the load itself is refused for its source)
+            open_resumed(settings).close()
         if json:
             typer.echo(report.model_dump_json(indent=2))
         else:

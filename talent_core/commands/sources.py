@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from talent_core.commands.console import echo
+from talent_core.text import printable
 
 
 def sources(
@@ -24,9 +25,8 @@ def sources(
     totals. `legacy`: triples of a store loaded before sources were recorded."""
     from talent_core.config import get_settings
     from talent_core.loaders import sources as src
-    from talent_core.store import open_store
 
-    store = open_store(get_settings())
+    store = src.open_resumed(get_settings())  # a killed unload is finished first
     try:
         if collisions:
             found = src.collisions(store)
@@ -50,13 +50,18 @@ def sources(
         return
     rows = [("id", "name", "state", "triples", "only", "rows read", "rejected", "format",
              "sha256", "loaded at")]  # fmt: skip
-    for s in report.sources:
-        rows.append((str(s.id), s.name, s.state, f"{s.triples:,}", f"{s.only:,}",
-                     f"{s.rows_read:,}", f"{s.rejected:,}", s.format, (s.sha256 or "")[:12],
-                     s.created))  # fmt: skip
+    for s in report.sources:  # every cell escaped: a name with a newline keeps to its row
+        rows.append(tuple(printable(c) for c in (
+            str(s.id), s.name, s.state, f"{s.triples:,}", f"{s.only:,}", f"{s.rows_read:,}",
+            f"{s.rejected:,}", s.format, (s.sha256 or "")[:12], s.created)))  # fmt: skip
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         echo("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for s in report.sources:
+        if s.state == "replacing":
+            echo(f"note: source {s.id} ({printable(s.name)!r}) is `replacing`: its replace "
+                 f"did not finish and it holds both versions' triples; run `talent load FILE "
+                 f"--replace {s.id}` again, or `talent unload {s.id}`")
     t = report.totals
     echo(f"store: {t.entities:,} entities ({t.entities_with_embedding:,} with embeddings), "
          f"{t.relations:,} relations, {t.triples:,} triples [{t.store}]")

@@ -37,7 +37,8 @@ def unload(
 ) -> None:
     """Remove a source: triples no other source asserts go, then entities left with no
     triple (and their vectors), then relations no triple uses. Killed at any point, the
-    same command run again finishes the job (each step is atomic and idempotent)."""
+    next command that opens the store finishes the job (each step is atomic and
+    idempotent). A store that cannot write (a full disk) stops it with one line, exit 2."""
     from talent_core.config import get_settings
     from talent_core.loaders.sources import unload_source
     from talent_core.store import open_store

@@ -283,6 +283,15 @@ def _compact(path: str, srv: _Server, use: _Use, compact_bytes: int) -> bool:
     return False
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the socket at ``path`` (through the link dir), None when gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def idle_main(timeout: float, server: int, path: str, compact_bytes: int) -> int:
     srv = _Server(server)
     if srv.gone():
@@ -291,7 +300,18 @@ def idle_main(timeout: float, server: int, path: str, compact_bytes: int) -> int
     use = _Use()
     last_use = time.monotonic()
     failing_since: float | None = None
+    socket_id = _identity(path)  # None until the server has made its socket
     while not srv.wait(period):
+        now_id = _identity(path)
+        if socket_id is None:
+            socket_id = now_id
+        elif now_id != socket_id:
+            # the data dir (or the socket in it) was deleted or replaced: no client can reach
+            # this server again, and its files are gone: stop it instead of waiting forever
+            _log(f"the socket {path} of server pid {server} is gone (its data dir deleted?); "
+                 "stopping it")
+            srv.terminate()
+            return 0
         try:
             busy = use.look(_info(path))
             failing_since = None

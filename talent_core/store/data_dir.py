@@ -126,6 +126,49 @@ def check_data_dir(path: Path) -> tuple[Path, bool]:
     return real, True
 
 
+def settings_file_problem(path: Path) -> str | None:
+    """Why the settings file `path` (`.env` and the like) must not be read, in words (None:
+    it is safe, or absent): a file another user could write would choose where our keys
+    and passwords go. Its folders must pass `_walk`, it must be a regular file of root or
+    this user, not writable by others; a symlink is followed only if it is ours (or root's)
+    and its target passes the same rule. A directory is no settings file (skipped)."""
+    full = Path(os.path.expanduser(path))
+    full = full if full.is_absolute() else Path.cwd() / full
+    for _ in range(40):
+        try:
+            parent, pst = _walk(full.parent)
+        except DataDirError as e:
+            return str(e)
+        if pst is None:  # a folder on the way is missing: so is the file
+            return None
+        problem = _parent_problem(pst)
+        if problem:
+            return f"{parent} {problem}"
+        leaf = parent / full.name
+        try:
+            st = os.lstat(leaf)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            return f"{leaf} cannot be examined ({e.strerror})"
+        if stat.S_ISLNK(st.st_mode):
+            if not _trusted(st.st_uid):
+                return f"{leaf} is a symlink owned by {_who(st.st_uid)}"
+            full = parent / os.readlink(leaf)  # an absolute target replaces parent
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return f"{leaf} is not a regular file"
+        if not _trusted(st.st_uid):
+            return f"{leaf} is owned by {_who(st.st_uid)}, not by this user or root"
+        if st.st_mode & 0o022:
+            return (f"{leaf} is writable by other users (mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}; chmod 600)")
+        return None
+    return f"{path}: too many levels of symbolic links"
+
+
 def _foreign_entry(d: Path) -> str | None:
     """A file in the data dir (or in its appendonlydir) that is not this user's, in words."""
     dirs = [d]
@@ -136,7 +179,10 @@ def _foreign_entry(d: Path) -> str | None:
         except OSError as e:
             return f"{sub} cannot be listed ({e.strerror})"
         for e in entries:
-            st = e.stat(follow_symlinks=False)
+            try:
+                st = e.stat(follow_symlinks=False)
+            except FileNotFoundError:  # gone since the listing (a temporary file renamed)
+                continue
             if st.st_uid != os.geteuid():
                 return f"{e.path} is owned by {_who(st.st_uid)}, not by this user"
             if sub == d and e.name == "appendonlydir" and stat.S_ISDIR(st.st_mode):

@@ -388,6 +388,12 @@ class FalkorDBStore(CypherStore):
         self._dimension = None
         self.ensure_schema(dimension)
 
+    def vector_indexes_missing(self) -> bool:
+        """True when entities hold embeddings but a vector index is gone (a rebuild killed
+        between its drop and its create): loaders/sources.py then rebuilds them."""
+        labels = {str(label) for label, dim in self._read("vector_dimensions") if dim is not None}
+        return not {"Entity", "Relation"} <= labels and bool(self._read("embedded_entity"))
+
     def clear(self) -> None:
         """Delete the graph key: every node, relationship, index and constraint."""
 

@@ -106,8 +106,9 @@ def test_disconnect_mid_stream_gives_the_slot_back(api_env, api_keys):
 
 def test_a_queued_stream_that_goes_away_leaves_the_queue(api_env, api_keys, monkeypatch):
     from talent_core.api import app as api_app
+    from talent_core.api import ask as api_ask
 
-    monkeypatch.setattr(api_app, "HEARTBEAT_S", 0.1)
+    monkeypatch.setattr(api_ask, "HEARTBEAT_S", 0.1)
     pipe = BlockingPipeline()
     app = api_app.create_app(api_settings(api_env), pipeline_factory=lambda: pipe)
     rt = app.state.runtime

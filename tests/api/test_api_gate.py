@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from talent_core.api.app import LlmSlots, background_priority
+from talent_core.api.runtime import LlmSlots, background_priority
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice: Linux")

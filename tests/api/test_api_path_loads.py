@@ -95,7 +95,7 @@ def test_escapes_and_bad_requests_are_refused(api_env, api_keys, allowed):
 
 
 def test_the_setting_takes_several_folders(api_env, tmp_path):
-    from talent_core.api.app import allowed_dirs
+    from talent_core.api.loads import allowed_dirs
 
     a, b = tmp_path / "a", tmp_path / "b"
     assert allowed_dirs(f"{a}{os.pathsep}{b}{os.pathsep}") == [a.resolve(), b.resolve()]

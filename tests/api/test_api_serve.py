@@ -136,6 +136,7 @@ def test_disconnect_mid_stream_frees_the_slot(server, api_keys):
 def test_openai_sdk_streams_a_chat_completion(server, api_keys):
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(base_url=server + "/v1", api_key=api_keys["read"], max_retries=0)
+    assert [m.id for m in client.models.list()] == ["talent"]  # what clients ask first
     chunks = list(client.chat.completions.create(
         model="talent", stream=True,
         messages=[{"role": "system", "content": "answer from the KG"},

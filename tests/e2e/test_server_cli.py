@@ -195,3 +195,25 @@ def test_idle_stop_compacts_the_aof_first(tmp_path, monkeypatch):
         c.close()
     finally:
         again.stop()
+
+
+def test_a_detached_server_whose_data_dir_was_deleted_stops(tmp_path):
+    """rm -rf of the data dir while its detached server runs: no client can reach it again
+    (its socket is gone), so its watchdog stops it instead of keeping it up forever (it
+    cannot read INFO any more, which it took for a server still starting)."""
+    import shutil
+
+    data = tmp_path / "d"
+    env = _env(data, TALENT_SERVER_IDLE_TIMEOUT="40")  # the watchdog looks every 2 s
+    srv = talent(env, "stats", "--json")["server"]
+    pid = srv["pid"]
+    assert srv["mode"] == "detached" and _alive(pid)
+    try:
+        shutil.rmtree(data)
+        deadline = time.monotonic() + 25
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid), "the server of a deleted data dir is still running"
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)

@@ -31,6 +31,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -136,10 +137,17 @@ def read_env() -> dict[str, str]:
 
 
 def write_env(values: dict[str, str]) -> None:
-    ENV_FILE.parent.mkdir(parents=True, exist_ok=True)
+    """The env file, 0600 in a 0700 folder (it holds the password; the settings refuse a
+    settings file others could write, talent_core/store/data_dir.settings_file_problem)."""
+    folder = ENV_FILE.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(folder)
+    if st.st_uid == os.geteuid() and stat.S_ISDIR(st.st_mode) and st.st_mode & 0o077:
+        os.chmod(folder, 0o700)
     tmp = ENV_FILE.with_name(ENV_FILE.name + ".tmp")
     tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write("# written by `make neo4j-up` (tests/neo4j/neo4j_ctl.py); removed by neo4j-down\n")
         f.writelines(f"{k}={v}\n" for k, v in values.items())
