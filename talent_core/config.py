@@ -129,6 +129,11 @@ class Settings(BaseSettings):
     # folders whose files a write key may load by server-side path (POST /v1/loads with a
     # JSON {"path": ...}), separated by the OS path separator (":"); empty: none (403)
     api_load_dirs: str = ""
+    # `talent ask` answers through a model process of the data dir that stays up between
+    # commands (started on first use, a unix socket in the data dir, no key; one per data
+    # dir and model settings: talent_core/api/local.py); it stops after this many seconds
+    # without a request. 0: every `talent ask` loads the models itself
+    model_server_idle_timeout: float = Field(900.0, ge=0)
     # the largest request body other than an upload, in KB (a JSON question, a stance
     # graph, a chat history): refused with 413 before it is read past this
     api_max_body_kb: int = Field(1024, ge=1)

@@ -34,6 +34,9 @@ FAKE_DIM = 8
 # subprocesses and stop what they start; `pytest_sessionfinish` stops any server left
 # running under the run's temp dirs and names it.
 os.environ["TALENT_SERVER_IDLE_TIMEOUT"] = "0"
+# likewise `talent ask` answers in its own process unless a test asks for the warm model
+# process (tests/e2e/test_warm_models.py): one would outlive the test that started it
+os.environ["TALENT_MODEL_SERVER_IDLE_TIMEOUT"] = "0"
 
 
 def _load_neo4j_env() -> None:

@@ -39,11 +39,12 @@ log = logging.getLogger(__name__)
 
 def create_app(settings: Settings | None = None,
                pipeline_factory: Callable[[], Any] | None = None,
-               announce: tuple[str, int] | None = None) -> FastAPI:
+               announce: tuple[str, int] | None = None, local: bool = False) -> FastAPI:
     """The API on ``settings`` (default: the environment's); ``pipeline_factory`` builds the
     one Pipeline (tests pass their own); ``announce`` (host, port): write the discovery file
     in the data dir once started (`talent ask` finds the server there), remove it at
-    shutdown."""
+    shutdown; ``local``: the warm model process of `talent ask`, served on a unix socket in
+    the data dir and nowhere else, without keys (api/local.py)."""
     settings = settings or get_settings()
     rt = Runtime(settings, pipeline_factory)
 
@@ -82,7 +83,7 @@ def create_app(settings: Settings | None = None,
         upload_limit=settings.max_upload_mb * 1024 * 1024,
         body_message=f"the request body is larger than the limit of "
                      f"{settings.api_max_body_kb} KB (TALENT_API_MAX_BODY_KB)",
-        upload_message=upload_too_large(settings))
+        upload_message=upload_too_large(settings), local=local)
 
     # --- errors: always {"error": {"code", "message"}} ----------------------------------
     @app.exception_handler(ApiError)

@@ -9,6 +9,7 @@ shutdown; one whose pid is gone is ignored). Plain `urllib` (no HTTP library to 
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -147,10 +148,23 @@ def multipart(fields: dict[str, str | None], file: tuple[str, str, bytes]) -> tu
 
 
 class ApiClient:
-    """A few calls of the HTTP API, returning the pipeline's own pydantic models."""
+    """A few calls of the HTTP API, returning the pipeline's own pydantic models. ``uds``:
+    the unix socket of a data dir's warm model process (no key: the data dir's ownership
+    is its access control) instead of ``url``."""
 
-    def __init__(self, url: str, key: str, timeout: float = 600.0):
-        self.url, self._key, self.timeout = url.rstrip("/"), key, timeout
+    def __init__(self, url: str, key: str, timeout: float = 600.0, uds: Path | None = None):
+        self.url, self._key, self.timeout, self.uds = url.rstrip("/"), key, timeout, uds
+
+    @classmethod
+    def local(cls, settings: Settings) -> ApiClient | None:
+        """The client of the data dir's warm model process (`api.local`), started when none
+        runs; None when it is switched off or cannot serve these settings."""
+        from talent_core.api import local
+
+        if not local.usable(settings):
+            return None
+        path = local.ensure_running(settings)
+        return cls(f"unix:{path}", "", uds=path)
 
     @classmethod
     def from_settings(cls, settings: Settings, discover: bool = True) -> ApiClient | None:
@@ -179,6 +193,8 @@ class ApiClient:
         (``parse`` False: its bytes)."""
         data, ctype = (json.dumps(body).encode("utf-8"), "application/json") \
             if body is not None else raw if raw is not None else (None, None)
+        if self.uds is not None:
+            return self._call_uds(method, path, data, ctype, parse)
         req = urllib.request.Request(
             self.url + path, data=data, method=method,
             headers={"Authorization": f"Bearer {self._key}", "Accept": "application/json",
@@ -197,6 +213,32 @@ class ApiClient:
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise ApiClientError(f"cannot reach talent serve at {self.url}: {reason}") from None
+
+    def _call_uds(self, method: str, path: str, data: bytes | None, ctype: str | None,
+                  parse: bool) -> Any:
+        """`_call` over the warm process's unix socket."""
+        from talent_core.api.local import UnixHTTPConnection
+
+        conn = UnixHTTPConnection(str(self.uds), timeout=self.timeout)
+        try:
+            conn.request(method, path, body=data, headers={
+                "Accept": "application/json",
+                **({"Content-Type": ctype} if ctype is not None else {})})
+            r = conn.getresponse()
+            out = r.read()
+        except (OSError, http.client.HTTPException) as e:
+            raise ApiClientError(f"cannot reach the warm model process at {self.uds}: "
+                                 f"{e}") from None
+        finally:
+            conn.close()
+        if r.status >= 400:
+            try:
+                err = json.loads(out).get("error", {})
+            except ValueError:
+                err = {}
+            raise ApiClientError(f"{self.url}: {r.status} {err.get('message') or r.reason}",
+                                 status=r.status, code=err.get("code"))
+        return json.loads(out) if parse else out
 
     def stats(self) -> StoreStats:
         return StoreStats.model_validate(self._call("GET", "/v1/stats"))

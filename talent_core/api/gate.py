@@ -14,6 +14,7 @@ body without one is counted as it arrives and cut at the limit."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from fastapi.routing import APIRoute
@@ -21,10 +22,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from talent_core.api.auth import KEY_STATE, ApiError, check_key, error_response, read_key, write_key
+from talent_core.api.keys import ApiKey
 
 log = logging.getLogger(__name__)
 
 ENVELOPE = 64 * 1024  # a multipart upload's boundaries, part headers and form fields
+# the key of every request to the warm model process: its unix socket in the data dir is
+# reachable by the data dir's owner alone, who may load and ask anyway
+LOCAL_KEY = ApiKey(id="00000000", name="local socket", scope="write", sha256="", created="")
 
 
 def upload_body() -> None:
@@ -61,8 +66,9 @@ class Gate:
     ``upload_limit``: bytes of an upload's file; ``messages``: the 413 text of each."""
 
     def __init__(self, app: Any, body_limit: int, upload_limit: int,
-                 body_message: str, upload_message: str):
+                 body_message: str, upload_message: str, local: bool = False):
         self.app = app
+        self.local = local  # the warm model process's unix socket: no key (api/local.py)
         self.body_limit, self.upload_limit = body_limit, upload_limit + ENVELOPE
         self.body_message, self.upload_message = body_message, upload_message
         self._routes: list[tuple[Any, str | None, bool]] | None = None
@@ -80,11 +86,14 @@ class Gate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         needs, upload = self._route(scope)
-        if needs is not None:
+        rt = scope["app"].state.runtime
+        if needs is not None and self.local:
+            scope.setdefault("state", {})[KEY_STATE] = LOCAL_KEY
+        elif needs is not None:
             headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                        for k, v in scope.get("headers", ())}
             try:
-                key = check_key(scope["app"].state.runtime, headers.get("authorization", ""),
+                key = check_key(rt, headers.get("authorization", ""),
                                 needs)  # type: ignore[arg-type]
             except ApiError as e:
                 return await self._refuse(scope, receive, send, e)
@@ -105,7 +114,10 @@ class Gate:
                     raise StarletteHTTPException(413, message)
             return msg
 
-        await self.app(scope, counted, send)
+        try:
+            await self.app(scope, counted, send)
+        finally:  # idle counts from the end of the last request (api/local.py)
+            rt.last_request = time.monotonic()
 
     @staticmethod
     async def _refuse(scope: Any, receive: Any, send: Any, e: ApiError) -> None:

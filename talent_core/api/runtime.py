@@ -150,6 +150,7 @@ class Runtime:
         self._pipe_lock = threading.Lock()
         self.loads = LoadJobs(self, background_priority)
         self.started = time.time()
+        self.last_request = time.monotonic()  # when the last request ended (the gate)
 
     def _default_pipeline(self) -> Any:
         from talent_core.pipeline import Pipeline

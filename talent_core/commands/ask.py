@@ -293,10 +293,11 @@ def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str 
 
 
 def _on_server(call: Callable[[Any], Any], model_options: list[str]) -> Any:
-    """``call(client)`` on a running `talent serve`, or None when there is none to use
-    (said in one log line when one is up but cannot be used: no key, a model option given,
+    """``call(client)`` on a running `talent serve` (else on the data dir's warm model
+    process, `api.local`, started if none runs), or None when there is none to use (said
+    in one log line when one is up but cannot be used: no key, a model option given,
     unreachable). A server named by TALENT_API_URL that fails is an error; a discovered one
-    that cannot be reached is passed over."""
+    or the warm process that cannot be reached is passed over."""
     from talent_core.api.client import ApiClient
     from talent_core.errors import ApiClientError
 
@@ -305,6 +306,12 @@ def _on_server(call: Callable[[Any], Any], model_options: list[str]) -> Any:
         client = ApiClient.from_settings(settings)
     except ApiClientError as e:
         raise fail_with(e) from None
+    if client is None and not model_options:
+        try:  # the data dir's warm model process (started now if none runs)
+            client = ApiClient.local(settings)
+        except ApiClientError as e:
+            log.warning("%s; answering here", e)
+            return None
     if client is None:
         return None
     if model_options:
