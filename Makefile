@@ -20,9 +20,10 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# Load the bundled sample KG into the embedded store and start the UI.
+# Load the bundled sample KG into the embedded store and start the UI (PORT=8502 make demo).
+PORT ?= 8501
 demo: install
-	$(TALENT) demo
+	$(TALENT) demo --port $(PORT)
 
 test: install
 	$(PY) -m pytest -q -m 'not slow'
