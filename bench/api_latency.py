@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import httpx
-from benchio import load_average, wait_healthy, write_json_atomic
+from benchio import load_average, wait_healthy, wait_ready, write_json_atomic
 
 from talent_core.api.keys import KeyStore
 
@@ -53,6 +53,7 @@ def served(data_dir: Path, name: str, scope: str = "read", env: dict[str, str] |
                             cwd=ROOT)
     try:
         wait_healthy(base, proc, timeout=3600)
+        wait_ready(base, key)  # the models loaded (in the background since the start)
         yield base, key, proc
     finally:
         proc.terminate()

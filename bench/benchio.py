@@ -98,3 +98,18 @@ def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 120.0) -> N
         if proc.poll() is not None or time.time() > deadline:
             raise SystemExit(f"talent serve at {base} did not start (exit {proc.poll()})")
         time.sleep(0.2)
+
+
+def wait_ready(base: str, key: str, timeout: float = 3600.0) -> None:
+    """Return once `talent serve` at ``base`` says ready (/readyz 200: its models loaded in
+    the background, TALENT_API_PRELOAD); SystemExit after ``timeout`` seconds."""
+    import time
+
+    import httpx
+
+    deadline = time.time() + timeout
+    while httpx.get(base + "/readyz", headers={"Authorization": f"Bearer {key}"},
+                    timeout=60).status_code != 200:
+        if time.time() > deadline:
+            raise SystemExit(f"talent serve at {base} not ready after {timeout:.0f} s")
+        time.sleep(0.5)

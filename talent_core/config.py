@@ -119,8 +119,10 @@ class Settings(BaseSettings):
     # the language models in a child process per model slot (an interpreter of their own:
     # the request threads' Python work does not hold them back); false: in the server's
     api_model_process: bool = True
-    # load the models when the server starts (else on the first ask)
-    api_preload: bool = False
+    # load the models when the server starts, in the background (/healthz answers at once,
+    # /readyz says ready once an ask would not wait for them); false: on the first ask
+    # (/readyz then says ready as soon as the store answers)
+    api_preload: bool = True
     # a running `talent serve` for `talent ask` and the UI to use instead of loading the
     # models themselves (else `talent ask` looks for the server of its data dir, the
     # discovery file `talent serve` writes there), and the API key they send (read scope)

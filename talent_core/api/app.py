@@ -12,6 +12,7 @@ retrieval and browsing run concurrently while the language-model stages queue fo
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
@@ -59,8 +60,8 @@ def create_app(settings: Settings | None = None,
             await run_in_threadpool(lambda: rt.pipe)
         except Exception as e:  # said by /readyz and every request; the server still starts
             log.error("the store cannot be opened: %s: %s", type(e).__name__, e)
-        if settings.api_preload:
-            await run_in_threadpool(rt.warm)
+        if settings.api_preload:  # in the background: /readyz says when it is done
+            threading.Thread(target=rt.warm_quietly, name="talent-preload", daemon=True).start()
         if announce is not None:
             write_discovery(settings.data_dir, *announce)
         try:
@@ -139,13 +140,22 @@ def create_app(settings: Settings | None = None,
 
     @app.get("/readyz", tags=["health"])
     def readyz(_: Read) -> dict[str, Any]:
-        """The store answers; whether the models are loaded; the model queue."""
+        """200 once an ask would wait for nothing: the store answers and, with
+        TALENT_API_PRELOAD (the default), the models are loaded; else 503 saying which. The
+        body: the store, whether the models are loaded, the model queue."""
         try:
             stats = rt.pipe.stats()
         except Exception as e:  # its details (paths) stay in the server's log
             log.error("the store is not ready: %s: %s", type(e).__name__, e)
             raise ApiError(503, f"the store is not ready ({type(e).__name__}; see the server "
                            "log)") from None
+        if rt.warm_error is not None:
+            raise ApiError(503, "the language models failed to load (see the server log)",
+                           code="not_ready")
+        if settings.api_preload and not rt.models.models_loaded:
+            raise ApiError(503, "the language models are still loading (TALENT_API_PRELOAD): "
+                           "an ask now would wait for them", code="not_ready",
+                           headers={"Retry-After": "5"})
         return {"ready": True, "store": stats.store, "triples": stats.triples,
                 "models_loaded": rt.models.models_loaded,
                 "llm": {"slots": rt.llm.slots, "running": rt.llm.running,

@@ -69,7 +69,8 @@ def server_settings(settings: Settings) -> Settings:
     """The warm process's settings: one model slot, its models in its own process (no model
     child: one interpreter, one copy of the weights), everything at one priority."""
     return settings.model_copy(update={"api_llm_slots": 1, "api_model_process": False,
-                                       "api_browse_nice": 0, "api_load_nice": 0})
+                                       "api_browse_nice": 0, "api_load_nice": 0,
+                                       "api_preload": False})  # the first ask loads them
 
 
 def usable(settings: Settings) -> bool:

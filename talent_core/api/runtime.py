@@ -150,6 +150,7 @@ class Runtime:
         self._pipe_lock = threading.Lock()
         self.loads = LoadJobs(self, background_priority)
         self.started = time.time()
+        self.warm_error: str | None = None  # why the preload failed (`warm_quietly`)
         self.last_request = time.monotonic()  # when the last request ended (the gate)
 
     def _default_pipeline(self) -> Any:
@@ -172,6 +173,15 @@ class Runtime:
         pipe = self.pipe
         pipe.embedder.encode(["warm up"])
         pipe.planner  # noqa: B018  (loads the planner once)
+
+    def warm_quietly(self) -> None:
+        """`warm` on a thread of its own at start (TALENT_API_PRELOAD): a failure is logged
+        and said by /readyz (`warm_error`), the asks then load the models themselves."""
+        try:
+            self.warm()
+        except Exception as e:
+            log.error("preloading the models failed: %s: %s", type(e).__name__, e)
+            self.warm_error = f"{type(e).__name__}: {e}"
 
     def niced(self) -> None:
         """The calling request thread at the browse priority (see `ModelWorkers`)."""

@@ -19,8 +19,8 @@ def serve(
         "--port", min=1, max=65535, help="port (default TALENT_API_PORT, 8765)")] = None,
     preload: Annotated[bool | None, typer.Option(
         "--preload/--no-preload", help="load the models (and the query embedder) at startup, "
-        "not on the first ask "
-        "(default TALENT_API_PRELOAD)")] = None,
+        "in the background, not on the first ask; /readyz says ready once they are "
+        "(default TALENT_API_PRELOAD, on)")] = None,
     socket: Annotated[Path | None, typer.Option(
         "--socket", help="serve on this unix socket in the data dir instead of a TCP port, "
         "without API keys, until TALENT_MODEL_SERVER_IDLE_TIMEOUT seconds pass without a "
