@@ -41,6 +41,8 @@ def main() -> None:
     args = ap.parse_args()
     env = {k: v for k, v in os.environ.items() if k not in ("TALENT_API_KEY", "TALENT_API_URL")}
     env["TALENT_DATA_DIR"] = str(args.data_dir.resolve())
+    # the cold in-process ask this bench measures: no warm model process (bench/warm_ask.py)
+    env["TALENT_MODEL_SERVER_IDLE_TIMEOUT"] = "0"
     before = load_average()
     runs = []
 
