@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -61,7 +60,6 @@ from talent_core.text import printable
 log = logging.getLogger(__name__)
 
 PENDING = ("unloading", "replacing")  # states a killed unload / replace leaves
-_DIGITS = re.compile(r"[0-9]+")
 
 def _write_failure(e: BaseException) -> str | None:
     """The reason when `e` is a store write failure of the disk or the server rather than a
@@ -120,7 +118,7 @@ def _lookup(records: list[SourceRecord], key: str | int) -> SourceRecord | None:
     if isinstance(key, int):
         return next((r for r in records if r.id == key), None)
     found = next((r for r in records if r.name == key), None)
-    if found is None and _DIGITS.fullmatch(key):
+    if found is None and key.isascii() and key.isdigit():  # 0-9 only (int() of "²" fails)
         found = next((r for r in records if r.id == int(key)), None)
     return found
 
@@ -175,13 +173,16 @@ def unload_source(store: GraphStore, key: str | int, batch: int = 5000,
         return done or _unload(store, find_source(store, key), batch, rebuild_fraction)
 
 
-def open_resumed(settings: Settings | None = None) -> GraphStore:
-    """The store the settings select, with what a killed unload or replace left finished
-    (`resume_interrupted`): how commands, the Pipeline and so `talent serve` open it."""
-    from talent_core.store import open_store
-
+def open_resumed(settings: Settings | None = None, store: GraphStore | None = None
+                 ) -> GraphStore:
+    """The store the settings select (or ``store``, which the caller just opened), with what
+    a killed unload or replace left finished (`resume_interrupted`), closed again when that
+    fails: how commands, the Pipeline and so `talent serve` open it."""
     settings = settings or get_settings()
-    store = open_store(settings)
+    if store is None:
+        from talent_core.store import open_store
+
+        store = open_store(settings)
     try:
         resume_interrupted(store, settings)
     except BaseException:

@@ -75,15 +75,11 @@ class Pipeline:
         store, else zero-shot), "zero-shot", "none" or a directory (default
         `settings.planner`)."""
         self.settings = settings or get_settings()
-        self.store = store or open_store(self.settings)
         if store is None:  # a killed unload is finished before anything here reads the store
-            from talent_core.loaders.sources import resume_interrupted
+            from talent_core.loaders.sources import open_resumed
 
-            try:
-                resume_interrupted(self.store, self.settings)
-            except BaseException:
-                self.store.close()
-                raise
+            store = open_resumed(self.settings, open_store(self.settings))
+        self.store = store
         self._embedder = embedder
         self.retrieval = retrieval or RetrievalConfig()
         self.question_format: QuestionFormat = question_format or self.settings.question_format

@@ -28,7 +28,12 @@ from talent_core.api.auth import STATUS_CODES, ApiError, Read, error_response
 from talent_core.api.browse import router as browse_router
 from talent_core.api.chat import router as chat_router
 from talent_core.api.gate import Gate
-from talent_core.api.loads import disk_full, remove_stale_job_dirs, upload_too_large
+from talent_core.api.loads import (
+    disk_full,
+    disk_full_error,
+    remove_stale_job_dirs,
+    upload_too_large,
+)
 from talent_core.api.loads import router as loads_router
 from talent_core.api.runtime import Runtime
 from talent_core.api.sources import router as sources_router
@@ -95,9 +100,8 @@ def create_app(settings: Settings | None = None,
     async def _http_error(_: Request, e: StarletteHTTPException) -> JSONResponse:
         if disk_full(e):  # a form spooled to a full temporary folder (FastAPI says 400)
             log.error("request refused, the disk is full: %s", e.__cause__)
-            return error_response(507, "disk_full", "the server's disk is full (no space "
-                                  "left in its temporary folder): nothing of the request "
-                                  "was kept")
+            full = disk_full_error()
+            return error_response(full.status, full.code, full.message)
         return error_response(e.status_code, STATUS_CODES.get(e.status_code, "error"),
                               str(e.detail), headers=getattr(e, "headers", None))
 

@@ -204,12 +204,7 @@ class ApiClient:
                 out = r.read()
                 return json.loads(out) if parse else out
         except urllib.error.HTTPError as e:
-            try:
-                err = json.loads(e.read()).get("error", {})
-            except ValueError:
-                err = {}
-            raise ApiClientError(f"{self.url}: {e.code} {err.get('message') or e.reason}",
-                                 status=e.code, code=err.get("code")) from None
+            raise self._refused(e.code, e.read(), e.reason) from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
             raise ApiClientError(f"cannot reach talent serve at {self.url}: {reason}") from None
@@ -232,13 +227,17 @@ class ApiClient:
         finally:
             conn.close()
         if r.status >= 400:
-            try:
-                err = json.loads(out).get("error", {})
-            except ValueError:
-                err = {}
-            raise ApiClientError(f"{self.url}: {r.status} {err.get('message') or r.reason}",
-                                 status=r.status, code=err.get("code"))
+            raise self._refused(r.status, out, r.reason)
         return json.loads(out) if parse else out
+
+    def _refused(self, status: int, body: bytes, reason: str) -> ApiClientError:
+        """The error of a refused request: the server's `{"error": ...}` code and message."""
+        try:
+            err = json.loads(body).get("error", {})
+        except (ValueError, AttributeError):
+            err = {}
+        return ApiClientError(f"{self.url}: {status} {err.get('message') or reason}",
+                              status=status, code=err.get("code"))
 
     def stats(self) -> StoreStats:
         return StoreStats.model_validate(self._call("GET", "/v1/stats"))

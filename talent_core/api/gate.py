@@ -87,20 +87,19 @@ class Gate:
             return await self.app(scope, receive, send)
         needs, upload = self._route(scope)
         rt = scope["app"].state.runtime
+        headers = dict(scope.get("headers", ()))  # ASGI: lower-case names, bytes
         if needs is not None and self.local:
             scope.setdefault("state", {})[KEY_STATE] = LOCAL_KEY
         elif needs is not None:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1")
-                       for k, v in scope.get("headers", ())}
             try:
-                key = check_key(rt, headers.get("authorization", ""),
+                key = check_key(rt, headers.get(b"authorization", b"").decode("latin-1"),
                                 needs)  # type: ignore[arg-type]
             except ApiError as e:
                 return await self._refuse(scope, receive, send, e)
             scope.setdefault("state", {})[KEY_STATE] = key
         limit = self.upload_limit if upload else self.body_limit
         message = self.upload_message if upload else self.body_message
-        declared = dict(scope.get("headers", ())).get(b"content-length")
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return await self._refuse(scope, receive, send, ApiError(413, message))
         seen = 0

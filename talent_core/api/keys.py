@@ -184,16 +184,13 @@ class KeyStore:
         """The keys file's path with the exclusive lock held (one change at a time, across
         processes and threads: each holder opens the lock file itself), once the data dir
         passed `check_data_dir` (a missing one is created 0700 first)."""
-        from talent_core.store._common import make_private_dirs
-        from talent_core.store.data_dir import check_data_dir
+        from talent_core.store._common import ensure_data_dir
 
-        real, exists = check_data_dir(self.data_dir)
-        if not exists:
-            try:
-                make_private_dirs(real)
-            except OSError as e:
-                raise ApiKeyError(f"{real}: cannot create the data dir ({e.strerror})") from None
-            real, _ = check_data_dir(self.data_dir)
+        try:
+            real = ensure_data_dir(self.data_dir)
+        except OSError as e:
+            raise ApiKeyError(f"{self.data_dir}: cannot create the data dir ({e.strerror})"
+                              ) from None
         lock = real / LOCK_FILE
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)

@@ -102,10 +102,9 @@ def ensure_running(settings: Settings) -> Path:
     """The socket of the warm process of ``settings``, started (detached) when none answers;
     one start at a time per socket (a lock file beside it). ApiClientError when it does not
     come up."""
-    from talent_core.store.data_dir import check_data_dir
+    from talent_core.store._common import ensure_data_dir
 
-    data_dir, _ = check_data_dir(Path(settings.data_dir))  # ours, private: or refused
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_data_dir(Path(settings.data_dir))  # ours, private: or refused
     path = socket_path(settings)
     if _answers(path):
         return path
@@ -162,10 +161,9 @@ def checked_socket(settings: Settings, path: Path) -> Path:
     """``path`` as the warm process may listen on it: in the data dir (checked, made if
     absent), whose ownership rules are the socket's access control; DataDirError else."""
     from talent_core.errors import DataDirError
-    from talent_core.store.data_dir import check_data_dir
+    from talent_core.store._common import ensure_data_dir
 
-    data_dir, _ = check_data_dir(Path(settings.data_dir))
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    data_dir = ensure_data_dir(Path(settings.data_dir))
     path = Path(os.path.abspath(path))
     if path.parent.resolve() != data_dir:
         raise DataDirError(f"--socket {path}: the socket must be in the data dir {data_dir} "

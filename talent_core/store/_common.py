@@ -32,6 +32,18 @@ def make_private_dirs(folder: Path) -> None:
             d.mkdir(mode=0o700)
 
 
+def ensure_data_dir(path: Path) -> Path:
+    """The real path of the data dir ``path`` once `data_dir.check_data_dir` passes, created
+    first (with its missing parents) owner-only when absent; OSError when it cannot be."""
+    from talent_core.store.data_dir import check_data_dir
+
+    real, exists = check_data_dir(path)
+    if not exists:
+        make_private_dirs(real)
+        real, _ = check_data_dir(path)
+    return real
+
+
 JOB_LOCK_NAME = "jobs.lock"
 _held = threading.local()
 
