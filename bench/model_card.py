@@ -92,8 +92,8 @@ def card(metas: dict[str, Any], results: dict[str, Any]) -> str:
     share = main.get("selected_vs_s", {})
     lines += ["", "## Limits",
               f"- QA Hit@1 is {_fmt(main.get('hit@1'))} on held-out MetaQA in the default mode "
-              "(ranked decoding with the bundled relation-path planner, "
-              "`talent_core/adapters/planner/`)"
+              "(ranked decoding with the shipped relation-path matcher, "
+              "`talent_core/adapters/matcher/`)"
               + (f"; these adapters alone (`--planner none`) score {_fmt(alone.get('hit@1'))}, "
                  "far below trained KGQA systems (EmbedKGQA / NSM ~0.95-0.99, trained on 300k "
                  "questions)" if alone else "")

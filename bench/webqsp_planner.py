@@ -1,6 +1,6 @@
-"""Summarise `talent eval --rows` runs on the WebQSP-evidence dev questions with and without
-the bundled Freebase planner (issue 29): QA Hit@1, answer F1, candidate S Hit and mean
-nodes, per-stage p50/p95, and the paired wins/losses; writes one JSON.
+"""Summarise `talent eval --rows` runs (the WebQSP-evidence dev questions, or MetaQA held-out
+with --per-hop) under different planners (issues 29, 45): QA Hit@1, answer F1, candidate S
+Hit and mean nodes, per-stage p50/p95, and the paired wins/losses; writes one JSON.
 
     talent eval .talent/b/webqsp/questions/webqsp-evidence-dev.jsonl --format rog \
         --mode full --offset O --limit 100 --rows planner.O.jsonl   [--planner none]
@@ -66,6 +66,9 @@ def main() -> None:
                     help="NAME=GLOB of row files (repeatable)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--note", default="")
+    ap.add_argument("--per-hop", type=int, default=0, metavar="N",
+                    help="MetaQA held-out files: every N lines one hop (1, 2, 3); adds "
+                         "Hit@1 and answer F1 per hop (ids 'file:line')")
     a = ap.parse_args()
     runs: dict[str, dict[str, dict]] = {}
     for spec in a.run:
@@ -78,6 +81,18 @@ def main() -> None:
                     rows[r["id"]] = r
         runs[name] = rows
     out: dict = {"runs": {k: summary(list(v.values())) for k, v in runs.items()}}
+    if a.per_hop:
+        for k, rows in runs.items():
+            hops: dict[int, list[dict]] = {}
+            for rid, r in rows.items():
+                line = int(str(rid).rsplit(":", 1)[-1])
+                hops.setdefault((line - 1) // a.per_hop + 1, []).append(r)
+            out["runs"][k]["by_hop"] = {
+                f"{h}-hop": {"questions": len(rs),
+                             "hit@1": round(statistics.fmean(r.get("hit@1", 0.0) for r in rs), 4),
+                             "answer_f1": round(statistics.fmean(r.get("answer_f1", 0.0)
+                                                                 for r in rs), 4)}
+                for h, rs in sorted(hops.items())}
     names = list(runs)
     if len(names) == 2:
         a_rows, b_rows = runs[names[0]], runs[names[1]]

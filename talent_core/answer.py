@@ -23,15 +23,14 @@ from talent_core.models import (
     Selection,
 )
 from talent_core.planning import Plan, plan_paths
-from talent_core.retrieval.planner import rescore
+from talent_core.planning.paths import rescore
 from talent_core.store import GraphReader
 from talent_core.text import normalise_name
 
 if TYPE_CHECKING:
-    from talent_core.embedding import Embedder
     from talent_core.llm.generator import GeneratorModel
     from talent_core.llm.retriever import RetrieverModel
-    from talent_core.retrieval.planner import PlannerModel
+    from talent_core.planning.plan import MatcherPlanner
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ def kg_names(context: GraphView, selection: Selection | None) -> KgNames:
     return out
 
 
-def join_planned(store: GraphReader, planner: PlannerModel | None, kg: KgNames,
+def join_planned(store: GraphReader, planner: MatcherPlanner | None, kg: KgNames,
                  prior: dict[str, float]) -> None:
     """Add to the candidate answers ``kg`` the nodes the planned paths reach outside the
     context, likeliest first, at most the planner's `join_limit` (RoG's answers are the
@@ -66,7 +65,7 @@ def join_planned(store: GraphReader, planner: PlannerModel | None, kg: KgNames,
             kg.setdefault(clean_name(e.name), (e.name, e.id))
 
 
-def rescored(planner: PlannerModel, scored: list[Scored], kg: KgNames, plan: Plan
+def rescored(planner: MatcherPlanner, scored: list[Scored], kg: KgNames, plan: Plan
              ) -> tuple[list[RankedName], list[Scored]]:
     """Ranked answers re-weighted by the plan's prior (`planner.rescore`), best first."""
     rows = []
@@ -117,15 +116,14 @@ def answer(
     retriever: RetrieverModel | None,
     generator: GeneratorModel | None,
     store: GraphReader,
-    planner: tuple[PlannerModel | None, set[str]] | None = None,
-    embedder: Embedder | None = None,
+    planner: MatcherPlanner | None = None,
     t0: float | None = None,
     answer_set_rule: AnswerSetRule = "path",
     made: Plan | None = None,
 ) -> Answer:
     """The language-model stages on S: the retriever's selection (mode "full"), the
     generator's context and its answers; ranked answers are KG nodes only, re-weighted by
-    the plan when a ``planner`` (model, its known relations) fits. ``t0``: when the question
+    the plan of ``planner`` (None: no plan). ``t0``: when the question
     arrived (``total`` counts from there); ``answer_set_rule``: `Settings.answer_set`;
     ``made``: the plan retrieval already made for S with this ``planner``
     (`Pipeline.retrieve_planned`), used instead of planning again."""
@@ -155,12 +153,10 @@ def answer(
     if decode == "ranked":
         # candidate answers: the context's KG nodes (and grounded out-of-S names); never
         # a name the KG does not hold
-        model = planner[0] if planner else None
-        if generator.task != "label" and embedder is not None and planner is not None:
+        model = planner
+        if generator.task != "label" and planner is not None:
             t_plan = time.perf_counter()
-            plan = made if made is not None else plan_paths(model, planner[1], embedder,
-                                                            store, candidate)
-            model = plan.model or model
+            plan = made if made is not None else plan_paths(planner, store, candidate)
             if plan.paths:
                 join_planned(store, model, kg, plan.prior)
             timings["planner"] = (time.perf_counter() - t_plan) * 1000
@@ -199,6 +195,9 @@ def answer(
         generator=generator.kind,
         plan=plan.paths,
         planner=plan.kind if plan.paths else None,
+        plan_confidence=plan.confidence if plan.paths else None,
+        plan_runner_up=plan.runner_up if plan.paths else None,
+        plan_joint=plan.joint if plan.paths else [],
         answer_path=answer_path,
         answer_ids=answer_ids,
     )

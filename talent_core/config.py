@@ -184,10 +184,10 @@ class Settings(BaseSettings):
     # the generator) scores higher with the shipped ExplaGraphs adapters on the validation
     # part than "full" (the label retriever selects evidence first); bench/README.md
     stance_mode: Literal["full", "no-retriever"] = "no-retriever"
-    # the relation-path planner that re-weights ranked answers (`retrieval.planner`; beyond
-    # the paper): "bundled" = a shipped planner whose relations the store holds (MetaQA's,
-    # Freebase's), else the zero-shot one; "zero-shot" = the anchors' relation paths ranked
-    # by similarity to the question; "none" = off; or a directory from `talent train planner`
+    # the relation-path planner that re-weights ranked answers (`planning`; beyond the
+    # paper): "bundled" = the question <-> path matcher adapted to this store by `talent
+    # train planner --self` (in the data dir), else the shipped one; "zero-shot" = the
+    # store's embedder as the matcher, untrained; "none" = off; or a matcher directory
     planner: str = "bundled"
     # the answer set of ranked decoding under a plan: "path" = every end of the planned
     # relation path that reaches the best answer (complete lists); "margin" = the answers

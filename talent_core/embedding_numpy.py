@@ -157,7 +157,10 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
 class NumpyBertEmbedder:
     """`embedding.Embedder` for a sentence-transformers BERT model with mean pooling."""
 
-    def __init__(self, model: str = "minilm", batch_size: int = 256):
+    def __init__(self, model: str = "minilm", batch_size: int = 256,
+                 deltas: dict[str, np.ndarray] | None = None):
+        """``deltas``: weight name -> an array added to that weight (a matcher's LoRA
+        delta, `planning.matcher`); a name the model lacks raises `UnsupportedModel`."""
         from safetensors.numpy import load_file
         from scipy.special import erf
         from tokenizers import Tokenizer
@@ -176,11 +179,17 @@ class NumpyBertEmbedder:
         w = {k.removeprefix("bert."): v for k, v in w.items()}
         f32 = np.float32
 
+        deltas = dict(deltas or {})
+        unknown = sorted(set(deltas) - set(w))
+        if unknown:
+            raise UnsupportedModel(f"{root}: no weight {unknown[0]} for its delta")
+
         def get(name: str) -> np.ndarray:
             try:
-                return np.ascontiguousarray(w[name], dtype=f32)
+                out = np.ascontiguousarray(w[name], dtype=f32)
             except KeyError:
                 raise UnsupportedModel(f"{root}: no weight {name}") from None
+            return out + deltas[name] if name in deltas else out
 
         self._word = get("embeddings.word_embeddings.weight")
         self._pos = get("embeddings.position_embeddings.weight")

@@ -225,11 +225,12 @@ def path_text(rels: Sequence[str]) -> str:
 
 
 class PlannedPath(BaseModel):
-    """A relation path the planner expects the answer at (`retrieval.planner`)."""
+    """A relation path the planner expects the answer at (`planning`)."""
 
     rels: list[str]  # relations followed from the anchors, direction ignored
     prob: float
     ends: int = 0  # nodes it reaches in the KG (within the walk's caps)
+    anchor: str | None = None  # the mention it starts from, when several mentions' paths meet
 
     @property
     def text(self) -> str:
@@ -253,6 +254,10 @@ GeneratorType = Literal["text", "graph-prompt"]  # CSV rows only / rows + GNN so
 GENERATOR_TYPES: tuple[GeneratorType, ...] = get_args(GeneratorType)
 
 
+UNSURE_BELOW = 0.5  # a plan whose top path is less likely than this is said to be unsure
+CLOSE_RATIO = 0.5  # ... or whose runner-up is more than this fraction as likely as the top
+
+
 class Answer(BaseModel):
     question: str
     answer: list[str] = Field(default_factory=list)
@@ -265,7 +270,13 @@ class Answer(BaseModel):
     frozen: list[str] = Field(default_factory=list)  # which LLM roles ran without an adapter
     generator: GeneratorType = "text"  # which generator answered
     plan: list[PlannedPath] = Field(default_factory=list)  # ranked answers' relation paths
-    planner: str | None = None  # which planner planned: "trained (name)" / "zero-shot"
+    planner: str | None = None  # which planner planned: "matcher (name)" / "zero-shot"
+    # the plan's probability of its top path before truncation (the matcher's softmax over
+    # every path its beam kept), and the second likeliest path: `plan_notice` reads them
+    plan_confidence: float | None = None
+    plan_runner_up: PlannedPath | None = None
+    # the mentions whose planned paths meet: the answers are the nodes all of them reach
+    plan_joint: list[str] = Field(default_factory=list)
     # ranked, under a plan: the planned path whose ends are the answer set (all of them, best
     # first); None: the generator's margin chose the answers
     answer_path: str | None = None
@@ -273,3 +284,26 @@ class Answer(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     # the mentions no KG entity matched well enough: the answer abstains ("not in the KG")
     not_in_kg: list[str] = Field(default_factory=list)
+
+    @property
+    def plan_unsure(self) -> bool:
+        """The plan is unsure: its top path's probability is under `UNSURE_BELOW`, or the
+        runner-up has more than `CLOSE_RATIO` of it."""
+        c, r = self.plan_confidence, self.plan_runner_up
+        if c is None or not self.plan:
+            return False
+        return c < UNSURE_BELOW or (r is not None and r.prob > CLOSE_RATIO * c)
+
+    @property
+    def plan_notice(self) -> str | None:
+        """One line for an unsure plan: the reading it answered and the runner-up's."""
+        if not self.plan_unsure:
+            return None
+        top = self.plan[0]
+        line = (f"unsure which relation path the question asks for: answered as "
+                f"'{top.text}' (p {self.plan_confidence:.2f})")
+        if self.plan_runner_up is not None:
+            line += (f"; the next reading: '{self.plan_runner_up.text}' "
+                     f"(p {self.plan_runner_up.prob:.2f}, {self.plan_runner_up.ends} "
+                     f"end(s) in the KG)")
+        return line

@@ -30,11 +30,11 @@ from talent_core.models import (
     StoreStats,
 )
 from talent_core.planning import Plan, join_plan, plan_paths
+from talent_core.planning.plan import MatcherPlanner, resolve
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
 from talent_core.retrieval.linking import not_in_kg, read_as_linked
-from talent_core.retrieval.planner import PlannerModel, resolve_planner
 from talent_core.store import GraphStore, open_store
 from talent_core.text import check_question, check_topics
 
@@ -101,7 +101,7 @@ class Pipeline:
                 and not Path(self.planner_spec).is_dir()):
             raise FileNotFoundError(f"{self.planner_spec}: planner directory not found "
                                     "(TALENT_PLANNER: bundled, zero-shot, none or a directory)")
-        self._planner: tuple[PlannerModel | None, set[str]] | None = None
+        self._planner: tuple[MatcherPlanner | None] | None = None  # (planner,) once loaded
         self._models: tuple[RetrieverModel, GeneratorModel] | None = None
 
     # --- lazily loaded resources (loaded once) -----------------------------------------
@@ -114,19 +114,16 @@ class Pipeline:
         return self._embedder
 
     @property
-    def planner(self) -> PlannerModel | None:
-        """The relation-path planner ranked answers use (None: off, or no planner fits
-        this store's relations), loaded once."""
+    def planner(self) -> MatcherPlanner | None:
+        """The relation-path planner ranked answers use (None: off), loaded once."""
         if self._planner is None:
-            self._planner = resolve_planner(self.planner_spec, self.store,
-                                            self.settings.embedding_model)
+            self._planner = (resolve(self.planner_spec, self.settings.embedding_model,
+                                     self.embedder, self.settings.data_dir),)
         return self._planner[0]
 
     def plan(self, candidate: Candidate) -> Plan:
-        """The planned relation paths from ``candidate``'s anchors (`answer.plan_paths`)."""
-        model = self.planner
-        return plan_paths(model, self._planner[1] if self._planner else set(), self.embedder,
-                          self.store, candidate)
+        """The planned relation paths from ``candidate``'s anchors (`planning.plan_paths`)."""
+        return plan_paths(self.planner, self.store, candidate)
 
     @property
     def frozen_roles(self) -> list[str]:
@@ -256,11 +253,8 @@ class Pipeline:
             return out
         own_retriever, generator = self.models
         ranked = decode == "ranked" and generator.task != "label"
-        if ranked:
-            self.planner  # noqa: B018  (loads the planner once)
         return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
-                            self.store, planner=self._planner if ranked else None,
-                            embedder=self.embedder, t0=t0,
+                            self.store, planner=self.planner if ranked else None, t0=t0,
                             answer_set_rule=self.settings.answer_set, made=plan)
 
     def load(self, path: Path | str, fmt: str, **options) -> LoadReport:

@@ -17,6 +17,10 @@ from talent_core.errors import TextInputError
 _SPACE = re.compile(r"\s+")
 # Words for fulltext search: runs of letters/digits (any script); everything else separates.
 _WORD = re.compile(r"[^\W_]+")
+# A fuzzy query's term: a word, or words joined by "_" (an identifier, "repo_men"), which
+# the stores' fulltext indexes keep as one token (neither RediSearch nor Lucene's standard
+# tokenizer splits on "_"); the memory store indexes it whole too.
+_TERM = re.compile(r"[^\W_]+(?:_+[^\W_]+)*")
 # what an uploaded file's name keeps (`safe_upload_name`); a run of anything else is one "_"
 _UNSAFE_FILE = re.compile(r"[^A-Za-z0-9._-]+")
 # Lucene query-parser syntax characters (Neo4j fulltext). `&&`/`||` are covered by & and |.
@@ -37,8 +41,27 @@ def normalise_name(name: str) -> str:
 
 def search_tokens(text: str, max_tokens: int = 32) -> list[str]:
     """Lowercase word tokens of free text (deduplicated, order kept), for fulltext queries."""
+    return _tokens(_WORD, text, max_tokens)
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """The lowercase identifier tokens of ``text``: words joined by "_" ("Daniel_OPARE" ->
+    "daniel_opare"), what a fulltext index holds whole beside (memory store) or instead of
+    (RediSearch, Lucene) its words."""
+    return [t for t in _tokens(_TERM, text, 1 << 30) if "_" in t]
+
+
+def identifier_token(text: str) -> str | None:
+    """``text``'s words as one lowercase identifier token ("J. P. Morgan Jr." ->
+    "j_p_morgan_jr"): the fuzzy read of a typed name on a KG that writes names so. None for
+    fewer than two words."""
+    words = _WORD.findall(normalise_name(text))
+    return "_".join(words) if len(words) > 1 else None
+
+
+def _tokens(pattern: re.Pattern[str], text: str, max_tokens: int) -> list[str]:
     seen: dict[str, None] = {}
-    for tok in _WORD.findall(normalise_name(text)):
+    for tok in pattern.findall(normalise_name(text)):
         seen.setdefault(tok, None)
         if len(seen) >= max_tokens:
             break
@@ -88,9 +111,10 @@ def fuzzy_edits(word: str, words_in_mention: int = 1) -> int:
 
 
 def fuzzy_terms(text: str) -> list[tuple[str, int]]:
-    """(word, edits allowed) for each word of ``text`` (`search_tokens`, at most
-    FUZZY_MAX_WORDS): what both stores' fuzzy name queries are built from."""
-    words = search_tokens(text, FUZZY_MAX_WORDS)
+    """(word, edits allowed) for each word of ``text`` (as `search_tokens`, but words joined
+    by "_" stay one term: an identifier; at most FUZZY_MAX_WORDS): what both stores' fuzzy
+    name queries are built from."""
+    words = _tokens(_TERM, text, FUZZY_MAX_WORDS)
     return [(w, fuzzy_edits(w, len(words))) for w in words]
 
 
@@ -116,6 +140,29 @@ def fold_name(name: str) -> str:
     decomposed = unicodedata.normalize("NFKD", name)
     bare = "".join(c for c in decomposed if not unicodedata.combining(c))
     return _SPACE.sub(" ", bare.casefold()).strip()
+
+
+def word_key(name: str) -> str:
+    """A name's words (`fold_name`d), one space apart: underscores, dots, hyphens and the
+    other punctuation only separate, so an identifier ("j_p_morgan_jr", "Daniel_OPARE") and
+    the name as typed ("J. P. Morgan Jr.", "Daniel Opare") have one key.
+
+    >>> word_key("J. P. Morgan Jr."), word_key("j_p_morgan_jr")
+    ('j p morgan jr', 'j p morgan jr')
+    """
+    return " ".join(_WORD.findall(fold_name(name)))
+
+
+def identifier_forms(name: str) -> list[str]:
+    """Spellings of a typed name as a KG identifier (DBpedia/YAGO style: "_" for spaces), for
+    exact name look-ups: the words joined by "_", then its word runs joined by "_"
+    (punctuation dropped). Without the name itself; [] when it has no other spelling.
+
+    >>> identifier_forms("J. P. Morgan Jr."), identifier_forms("Tigres UANL")
+    (['J._P._Morgan_Jr.', 'J_P_Morgan_Jr'], ['Tigres_UANL'])
+    """
+    forms = ("_".join(name.split()), "_".join(_WORD.findall(name)))
+    return [f for f in dict.fromkeys(forms) if f and f != name]
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -163,12 +210,25 @@ def within_edits(a: str, b: str, limit: int) -> bool:
 def name_similarity(mention: str, name: str) -> tuple[float, int]:
     """(similarity in [0, 1], edits) of a mention and an entity name, both `fold_name`d:
     1 - Damerau-Levenshtein distance / the longer length. Case and accents do not count;
-    one typo in a nine-letter name gives 0.89.
+    one typo in a nine-letter name gives 0.89. Nor do separators: when either holds
+    punctuation or "_", their `word_key`s count too (the better of the two), so
+    "J. P. Morgan Jr." reads as "j_p_morgan_jr" with score 1.
 
     >>> name_similarity("Amelie", "Amélie"), name_similarity("tom hanx", "Tom Hanks")
     ((1.0, 0), (0.778, 2))
+    >>> name_similarity("Daniel Opare", "Daniel_OPARE")
+    (1.0, 0)
     """
     a, b = fold_name(mention), fold_name(name)
+    best = _similarity(a, b)
+    if best[1]:
+        wa, wb = " ".join(_WORD.findall(a)), " ".join(_WORD.findall(b))
+        if wa and wb and (wa, wb) != (a, b):
+            best = max(best, _similarity(wa, wb), key=lambda t: (t[0], -t[1]))
+    return best
+
+
+def _similarity(a: str, b: str) -> tuple[float, int]:
     d = edit_distance(a, b)
     return round(1.0 - d / max(len(a), len(b), 1), 3), d
 

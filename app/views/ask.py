@@ -385,11 +385,16 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         return
     if mode != "retrieval":
         show_answer_set(answer)
+        if answer.plan_notice:
+            st.warning(plain(answer.plan_notice[0].upper() + answer.plan_notice[1:] + "."))
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
         st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}"
                    + (f" · {answer.planner or 'relation-path'} planner" if answer.plan
                       else " · no planner"))
-        if answer.plan:
+        if answer.plan_joint:
+            st.markdown(plain("Answers reached from each of: " + "; ".join(
+                f"{p.anchor} ({p.text})" for p in answer.plan if p.anchor)))
+        elif answer.plan:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
         show_evidence(answer, h["evidence"])

@@ -165,7 +165,9 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
         server_ms["answered"] = round((time.perf_counter() - t0) * 1000, 1)
         yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
                                                     "retriever_ranked")})
-        yield sse("plan", {k: out[k] for k in ("plan", "planner", "answer_path")})
+        yield sse("plan", {k: out[k] for k in ("plan", "planner", "plan_confidence",
+                                                "plan_runner_up", "plan_notice", "plan_joint",
+                                                "answer_path")})
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
             "frozen", "generator", "not_in_kg", "links", "method")})

@@ -40,10 +40,13 @@ def models(_: Read, rt: Rt) -> dict[str, Any]:
 
 
 def chat_text(out: dict[str, Any]) -> str:
-    """A chat answer's text: the answers, or why there are none."""
+    """A chat answer's text: the answers, or why there are none; an unsure plan's notice
+    on a line of its own."""
     if out["not_in_kg"]:
         return "Not in the KG: " + ", ".join(out["not_in_kg"])
-    return " | ".join(out["answer"]) or "(no answer)"
+    text = " | ".join(out["answer"]) or "(no answer)"
+    notice = out.get("plan_notice")
+    return f"{text}\n(note: {notice})" if notice else text
 
 
 @router.post("/v1/chat/completions")

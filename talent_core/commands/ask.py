@@ -217,6 +217,11 @@ def ask(
     if ans.plan:
         echo(f"planned relation paths ({ans.planner} planner): " + "; ".join(
             f"{p.text} ({p.prob:.2f}, {p.ends} nodes)" for p in ans.plan))
+    if ans.plan_joint:
+        echo("answers reached from each of: " + "; ".join(
+            f"{p.anchor} ({p.text})" for p in ans.plan if p.anchor))
+    if ans.plan_notice:
+        echo(f"note: {ans.plan_notice}")
     for ev in out["evidence"]:
         for text in ev["evidence_text"]:
             echo(f"evidence: {ev['answer']}: {text}")

@@ -129,9 +129,9 @@ GeneratorTypeOpt = Annotated[str | None, typer.Option(
     "or --generator DIR)")]
 PlannerOpt = Annotated[str | None, typer.Option(
     "--planner", help="the relation-path planner that re-weights ranked answers: bundled "
-    "(the shipped one whose relations the store holds, else zero-shot; default, "
-    "TALENT_PLANNER), zero-shot (the anchors' relation paths ranked by similarity to the "
-    "question), none, or a directory from `talent train planner`")]
+    "(the matcher `talent train planner --self` adapted to this store, else the shipped "
+    "one; default, TALENT_PLANNER), zero-shot (the untrained encoder as the matcher), none, "
+    "or a matcher directory from `talent train planner`")]
 # the model choice `talent ask` and `talent eval` share (with Decode/Adapters/... above)
 RetrieverDirOpt = Annotated[Path | None, typer.Option(
     "--retriever", help="retriever adapter dir (default: the --adapters choice)")]

@@ -20,7 +20,6 @@ from pydantic import ValidationError
 from talent_core.commands.console import fail, setup_logging
 from talent_core.commands.options import Verbose, model_options, option_name, with_options
 from talent_core.config import RETRIEVER_MAX_NEW_TOKENS, get_settings
-from talent_core.embedding import get_embedder
 from talent_core.errors import RetrievalSettingsError
 from talent_core.evaluation.provenance import sha256_file
 from talent_core.llm.data import TrainingExample, read_examples, write_examples
@@ -34,12 +33,6 @@ from talent_core.questions import detect_question_format, read_question_files
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
 from talent_core.training import llm as llm_training
 from talent_core.training import subgraphrag as scorer_training
-from talent_core.training.planner import (
-    LABEL_SOURCES,
-    fit_from_labels,
-    fit_planner,
-    read_path_labels,
-)
 from talent_core.training.trainer import TrainConfig
 from talent_core.training.tune import tune
 
@@ -275,89 +268,65 @@ def annotate_explagraphs(
 
 
 def train_planner(
-    questions: Annotated[list[Path], typer.Argument(
-        metavar="QUESTIONS...", help="training question files with gold answers (MetaQA "
-        "`question [topic]<TAB>a1|a2`, or RoG jsonl), or relation-path label records "
-        "(--format webqsp-paths)", exists=True, dir_okay=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="planner directory to write")],
-    val: Annotated[Path | None, typer.Option("--val", help="validation questions (label "
-                                             "records: their split 'validation' instead)",
-                                             exists=True, dir_okay=False)] = None,
-    fmt: Annotated[str | None, typer.Option("--format", help="metaqa | rog | webqsp-paths "
-                                            "(label records: id, split, question, q_entity, "
-                                            "inferential_chain, ground_paths; no store is "
-                                            "read) (default: guessed from each file name)")
-                   ] = None,
-    labels: Annotated[str, typer.Option("--labels", help="webqsp-paths: ground | chain | "
-                                        "both (training.planner.path_labels)")] = "both",
-    min_count: Annotated[int, typer.Option("--min-count", min=1, help="webqsp-paths: drop "
-                                           "paths labelled in fewer training questions")] = 3,
-    name: Annotated[str | None, typer.Option(help="the planner's name (default: the output "
+    questions: Annotated[list[Path] | None, typer.Argument(
+        metavar="[QUESTIONS...]", help="labelled questions: relation-path label records "
+        "(jsonl: id, split, question, q_entity, inferential_chain, ground_paths; split "
+        "'validation' validates) or MetaQA question files (`question [topic]<TAB>answers`, "
+        "typed by --metaqa-types)", exists=True, dir_okay=False)] = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="matcher directory to write (--self: default the data "
+        "dir's own, which `--planner bundled` then uses)")] = None,
+    self_: Annotated[bool, typer.Option("--self", help="adapt the matcher to the loaded "
+                                        "store from questions written from its own paths "
+                                        "(no labels)")] = False,
+    start: Annotated[Path | None, typer.Option(
+        "--from", help="the matcher to start from (default: a fresh LoRA; --self: the "
+        "shipped one)", exists=True, file_okay=False)] = None,
+    metaqa_types: Annotated[Path | None, typer.Option(
+        "--metaqa-types", help="MetaQA's directory (its {1,2,3}-hop/qa_dev_qtype.txt type "
+        "the .txt question files)", exists=True, file_okay=False)] = None,
+    val: Annotated[list[Path] | None, typer.Option(
+        "--val", help="validation MetaQA question files (label records validate on their "
+        "split 'validation')", exists=True, dir_okay=False)] = None,
+    anchors: Annotated[int, typer.Option(min=1, help="--self: entities whose paths are "
+                                         "written as questions")] = 600,
+    epochs: Annotated[int | None, typer.Option(min=1, help="(default 2; --self 1)")] = None,
+    lr: Annotated[float | None, typer.Option(min=0.0, help="learning rate (default 3e-4; "
+                                             "--self 1e-4)")] = None,
+    name: Annotated[str | None, typer.Option(help="the matcher's name (default: the output "
                                              "directory's)")] = None,
-    max_len: Annotated[int, typer.Option("--max-len", min=1, max=3,
-                                         help="longest relation path")] = 3,
-    epochs: Annotated[int, typer.Option(min=1)] = 300,
-    lr: Annotated[float, typer.Option(min=0.0)] = 0.01,
-    answer_weight: Annotated[float, typer.Option(
-        "--answer-weight", min=0.0, help="w of ranked answers' score log p_LM + w log(pi + "
-        "eps); tune it on validation rows (bench/planner_weight.py)")] = 5.0,
-    eps: Annotated[float, typer.Option(min=1e-9)] = 1e-3,
-    limit: Annotated[int | None, typer.Option(min=1, help="only the first N training "
-                                              "questions")] = None,
     verbose: Verbose = False,
 ) -> None:
-    """Train the relation-path planner that re-weights ranked answers (`--planner DIR` on
-    ask / eval / app; the shipped ones serve MetaQA and Freebase)."""
+    """Train the question <-> relation-path matcher the planner ranks paths with (`--planner
+    DIR` on ask / eval / app), from labelled questions or (--self) from the loaded store."""
+    from talent_core.planning.plan import SELF_DIR
+    from talent_core.training import matcher as matcher_training
+
     setup_logging(verbose)
-    if fmt == "webqsp-paths":
-        _train_planner_from_labels(questions, output, val, labels, min_count, name, max_len,
-                                   epochs, lr, answer_weight, eps, limit)
-        return
-    train_recs = read_question_files(questions, fmt, limit)
-    val_recs = read_question_files([val], fmt) if val else []
-    if not train_recs:
-        raise fail("no training questions")
-    overlap = {r.question for r in train_recs} & {r.question for r in val_recs}
-    if overlap:
-        raise fail(f"{len(overlap)} validation questions also occur in the training files")
-
-    pipe = Pipeline(question_format=fmt or detect_question_format(questions[0]),  # type: ignore[arg-type]
-                    planner="none")
-    try:
-        model = fit_planner(
-            train_recs, val_recs, pipe.store, pipe.embedder, pipe.retrieval_config(), output,
-            name=name or output.name, embedding_model=pipe.settings.embedding_model,
-            max_len=max_len, epochs=epochs, lr=lr, answer_weight=answer_weight, eps=eps,
-            files=[p.name for p in questions], val_file=val.name if val else None)
-    finally:
-        pipe.close()
-    typer.echo(json.dumps({"planner": str(output), "paths": len(model.paths),
-                           "training": model.meta["training"],
-                           "validation": model.meta.get("validation")}))
-
-
-def _train_planner_from_labels(questions: list[Path], output: Path, val: Path | None,
-                               labels: str, min_count: int, name: str | None, max_len: int,
-                               epochs: int, lr: float, answer_weight: float, eps: float,
-                               limit: int | None) -> None:
-    """`talent train planner --format webqsp-paths`: labels from the records, no store."""
-    if val is not None:
-        raise fail("--val: label records validate on their split 'validation'")
-    if labels not in LABEL_SOURCES:
-        raise fail(f"--labels {labels!r}: expected one of {', '.join(LABEL_SOURCES)}")
-    records = [r for p in questions for r in read_path_labels(p)][:limit]
     settings = get_settings()
-    embedder = get_embedder(settings.embedding_model, settings.device,
-                            settings.embed_batch_size, settings.query_embedder)
-    model = fit_from_labels(records, embedder, output, name=name or output.name,
-                            embedding_model=settings.embedding_model,
-                            source=labels,  # type: ignore[arg-type]
-                            min_count=min_count, max_len=max_len, epochs=epochs, lr=lr,
-                            answer_weight=answer_weight, eps=eps,
-                            files=[p.name for p in questions])
-    typer.echo(json.dumps({"planner": str(output), "paths": len(model.paths),
-                           "training": model.meta["training"],
-                           "validation": model.meta.get("validation")}))
+    if self_:
+        if questions:
+            raise fail("--self writes its own questions: give no QUESTIONS")
+        out = output or settings.data_dir / SELF_DIR
+        meta = matcher_training.fit_self(settings, out, start=start, anchors=anchors,
+                                         epochs=epochs or 1, lr=lr or 1e-4,
+                                         name=name or "self")
+    else:
+        if not questions:
+            raise fail("give QUESTIONS (label records or MetaQA files), or --self")
+        if output is None:
+            raise fail("--output DIR: where to write the matcher")
+        pairs, val_pairs = matcher_training.read_pairs(questions, metaqa_types, val or [])
+        meta = matcher_training.fit_matcher(
+            pairs, output, name=name or output.name, base_model=settings.embedding_model,
+            settings=matcher_training.FitSettings(epochs=epochs or 2, lr=lr or 3e-4),
+            val=val_pairs,
+            trained_on={"files": [p.name for p in questions]}, init=start,
+            progress=matcher_training.log_progress)
+        out = output
+    typer.echo(json.dumps({"matcher": str(out), "trained_on": meta["trained_on"],
+                           "training": meta["training"],
+                           "validation": meta.get("validation")}))
 
 
 @with_options(model_options(scorer_training.ScorerTrainConfig), into="options")

@@ -17,16 +17,30 @@ capitalised only those count (a name, not a question word like "directed" ~ "Red
 Candidates within `LINK_MARGIN` of the chosen one are kept as alternatives ("did you
 mean"); an unlinked mention keeps the closest names; a name several entities share links
 to all of them (`Link.shared`: the others' ids, said to the user).
+
+Identifier-style KGs (DBpedia/YAGO: "Daniel_OPARE", "j_p_morgan_jr"): a mention also names
+the entities stored under its identifier forms (`text.identifier_forms`: "Daniel Opare" ->
+"Daniel_Opare", "J. P. Morgan Jr." -> "J_P_Morgan_Jr"; `name_keys`), an exact link that
+keeps the KG's name for display; at query time, so a loaded store needs no reload. The
+similarity ignores separators ("_", dots: `text.word_key`) and the fuzzy read also asks for
+the identifier token, which the stores' fulltext indexes keep whole (`fuzzy_candidates`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 from talent_core.models import Candidate, Entity, Link, LinkAlternative
 from talent_core.store.base import GraphReader
-from talent_core.text import fold_name, name_similarity, normalise_name
+from talent_core.text import (
+    fold_name,
+    identifier_forms,
+    identifier_token,
+    name_similarity,
+    normalise_name,
+    search_tokens,
+)
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +50,34 @@ CLOSEST = 5  # closest names kept for an unlinked mention
 ALTERNATIVES = 3
 EDGE_PUNCT = "\"'“”‘’`.,;:!?()[]{}"  # stripped from a span's edges (as `seeds` does)
 ARTICLES = frozenset(["the", "a", "an"])  # may lead a fuzzy span: titles start with them
+
+
+def lookup_names(text: str) -> list[str]:
+    """The names to look ``text`` up under (`GraphReader.entities_by_name`): itself, then
+    its identifier forms ("Daniel Opare" -> "Daniel_Opare")."""
+    return [text, *identifier_forms(text)]
+
+
+def name_keys(text: str) -> list[str]:
+    """The name keys (`normalise_name`) of `lookup_names`, in order, each once."""
+    return list(dict.fromkeys(normalise_name(n) for n in lookup_names(text)))
+
+
+def by_name_key(entities: Iterable[Entity]) -> dict[str, list[Entity]]:
+    """Entities grouped by the name key of their KG name."""
+    out: dict[str, list[Entity]] = {}
+    for e in entities:
+        out.setdefault(normalise_name(e.name), []).append(e)
+    return out
+
+
+def named_by(text: str, by_name: Mapping[str, list[Entity]]) -> list[Entity]:
+    """The entities of ``by_name`` (`by_name_key`) that ``text`` names exactly: those of its
+    own key, else of its first identifier form some KG name holds; [] when none."""
+    for key in name_keys(text):
+        if key in by_name:
+            return by_name[key]
+    return []
 
 
 def allowed_edits(mention: str) -> int:
@@ -50,13 +92,20 @@ def fuzzy_candidates(store: GraphReader, mention: str, k: int = FUZZY_K,
                      read: Callable[[str], list[Entity]] | None = None) -> list[Entity]:
     """The store's fuzzy name hits for ``mention``; when the mention's short words (<= 3
     characters) may hold the typo ("Kne Curtis", "Te Emperor Waltz"), also the hits of
-    its longer words alone. ``read``: the look-up to use (a memo of `fuzzy_names`)."""
+    its longer words alone; and those of its words as one identifier ("Danel Opare" ->
+    "danel_opare", which finds "Daniel_OPARE"), or of an identifier's words ("Tom_Hanks"
+    -> "tom hanks"). ``read``: the look-up to use (a memo of `fuzzy_names`)."""
     read = read or (lambda text: store.fuzzy_names(text, k))
     hits = list(read(mention))
     words = mention.split()
     longer = [w for w in words if len(fold_name(w)) > 3]
     if longer and len(longer) < len(words):
         hits += read(" ".join(longer))
+    token = identifier_token(mention)
+    if token and len(words) > 1:
+        hits += read(token)
+    elif token and "_" in mention:
+        hits += read(" ".join(search_tokens(mention)))
     return hits
 
 
@@ -74,8 +123,7 @@ def choose(mention: str, exact: Sequence[Entity], fuzzy: Sequence[Entity], thres
            topic: bool = False) -> tuple[Link, list[str]]:
     """The Link for ``mention`` from its exact and fuzzy candidates (pure), and the ids it
     anchors: every entity of the chosen name (a KG may hold one name twice)."""
-    key = normalise_name(mention)
-    exact = [e for e in exact if normalise_name(e.name) == key]
+    exact = named_by(mention, by_name_key(exact))
     if exact:
         ids = list(dict.fromkeys(e.id for e in exact))
         alts = [e for e in _scored(mention, fuzzy) if e[2].id not in ids and e[0] >= 1.0]
@@ -107,7 +155,7 @@ def link_mention(store: GraphReader, mention: str, threshold: float, topic: bool
     matches when already looked up); an unlinked one also gets the plain fulltext hits
     as closest names."""
     if exact is None:
-        exact = store.entities_by_name([mention])
+        exact = named_by(mention, by_name_key(store.entities_by_name(lookup_names(mention))))
     fuzzy = [] if exact else fuzzy_candidates(store, mention, k)
     link, ids = choose(mention, exact, fuzzy, threshold, topic)
     if not link.linked:
@@ -120,14 +168,12 @@ def link_topics(store: GraphReader, topics: Sequence[str], found: Sequence[Entit
                 threshold: float, fuzzy: bool = True) -> list[tuple[Link, list[str]]]:
     """One Link per topic: exact when ``found`` (the topics' exact name / id matches) holds
     it, else (``fuzzy``) a fuzzy link or none."""
-    by_name: dict[str, list[Entity]] = {}
-    for e in found:
-        by_name.setdefault(normalise_name(e.name), []).append(e)
+    by_name = by_name_key(found)
     by_id = {e.id: e for e in found}
     out = []
     for t in topics:
-        if normalise_name(t) in by_name:
-            out.append(choose(t, by_name[normalise_name(t)], [], threshold, topic=True))
+        if hits := named_by(t, by_name):
+            out.append(choose(t, hits, [], threshold, topic=True))
         elif t in by_id:
             e = by_id[t]
             out.append((Link(mention=t, id=e.id, name=e.name, score=1.0, how="id",
@@ -179,23 +225,32 @@ def link_spans(store: GraphReader, question: str, stopwords: Collection[str],
             memo[text] = store.fuzzy_names(text, FUZZY_K)
         return memo[text]
 
-    # a word of >= 6 letters has two edits alone as in any span: when no name holds it,
-    # no span holding it can match (a made-up name costs one look-up, not one per span)
+    # a word of >= 6 letters has two edits alone as in any span: when no name holds it as
+    # a word, only an identifier can hold it ("Daniel_OPARE" is one token to the database
+    # indexes), so a span holding it gets that one read (a made-up name: one per span)
     dead = {i for i, w in enumerate(words) if len(_clean(w)) >= 6 and _clean(w) not in
             stopwords and not read(_clean(w))}
     out = []
     for i, j, text in fuzzy_spans(question, stopwords, used):
-        if any(used[i:j]) or dead.intersection(range(i, j)):
+        if any(used[i:j]):
             continue
-        fuzzy = fuzzy_candidates(store, text, read=read)
+        if dead.intersection(range(i, j)):  # a name's span ("Skjoldbjaerg") may still be one
+            token = identifier_token(text) if j - i > 1 and _capitalised(text) else None
+            fuzzy = read(token) if token else []
+        else:
+            fuzzy = fuzzy_candidates(store, text, read=read)
         if not fuzzy:
             continue
         link, ids = choose(text, [], fuzzy, threshold)
         if link.linked:
             used[i:j] = [True] * (j - i)
             out.append((link, ids, j - i, i, j))
-    named = [t for t in out if any(c.isupper() for c in t[0].mention)]
+    named = [t for t in out if _capitalised(t[0].mention)]
     return named or out  # a capitalised mention is a name; "directed" ~ "Redirected" is not
+
+
+def _capitalised(text: str) -> bool:
+    return any(c.isupper() for c in text)
 
 
 def unlinked_mentions(store: GraphReader, question: str, stopwords: Collection[str],
@@ -249,7 +304,7 @@ def search(store: GraphReader, text: str, threshold: float, k: int = 10) -> list
     text = text.strip()
     if not text:
         return []
-    exact = store.entities_by_name([text])
+    exact = named_by(text, by_name_key(store.entities_by_name(lookup_names(text))))
     fuzzy = fuzzy_candidates(store, text, max(k, FUZZY_K))
     out: dict[str, Link] = {}
     for e in exact:

@@ -6,7 +6,8 @@ Sources (a seed found by several keeps all of them, in this order):
   "name"     exact normalised name matches of question spans (word n-grams, n <= 6, with
              edge punctuation and a trailing possessive 's removed), longest first, spans
              not overlapping; a one-word span that is a stopword or shorter than 3
-             characters is not looked up;
+             characters is not looked up; a span also matches the names written as its
+             identifier forms ("Daniel Opare" -> "Daniel_OPARE": `linking.name_keys`);
   "fuzzy"    with `fuzzy_link`, mentions read with small typos or without accents
              (`linking`): a topic with no exact name or id, or question spans when no
              multi-word span matched exactly;
@@ -30,9 +31,16 @@ from collections.abc import Collection, Sequence
 
 from talent_core.models import Entity, Link, Seed
 from talent_core.retrieval.linking import EDGE_PUNCT as _EDGE_PUNCT
-from talent_core.retrieval.linking import link_spans, link_topics, unlinked_mentions
+from talent_core.retrieval.linking import (
+    by_name_key,
+    link_spans,
+    link_topics,
+    lookup_names,
+    named_by,
+    unlinked_mentions,
+)
 from talent_core.store.base import GraphReader, Vector
-from talent_core.text import fold_name, normalise_name
+from talent_core.text import fold_name
 
 log = logging.getLogger(__name__)
 
@@ -137,19 +145,18 @@ def _entities_of(exact: list[tuple[str, int, int, list[Entity]]]) -> list[tuple[
 
 def exact_spans(question: str, store: GraphReader, stopwords: Collection[str] = STOPWORDS,
                 max_n: int = MAX_NGRAM) -> list[tuple[str, int, int, list[Entity]]]:
-    """(span text, start, end, entities) of the spans whose normalised text is a name:
-    longest first, not overlapping. One `entities_by_name` call."""
+    """(span text, start, end, entities) of the spans whose normalised text (or one of its
+    identifier forms) is a name: longest first, not overlapping. One `entities_by_name`
+    call."""
     spans = question_spans(question, max_n, stopwords)
     if not spans:
         return []
-    found = store.entities_by_name(sorted({s for _, _, s in spans}))
-    by_name: dict[str, list[Entity]] = {}
-    for e in found:
-        by_name.setdefault(normalise_name(e.name), []).append(e)
+    found = store.entities_by_name(sorted({n for _, _, s in spans for n in lookup_names(s)}))
+    by_name = by_name_key(found)
     used = [False] * len(question.split())
     out = []
     for i, j, text in spans:  # longest first
-        hits = by_name.get(normalise_name(text))
+        hits = named_by(text, by_name)
         if not hits or any(used[i:j]):
             continue
         used[i:j] = [True] * (j - i)
@@ -161,14 +168,17 @@ def resolve_topic(store: GraphReader, topic: Sequence[str]) -> list[Entity]:
     names = [t for t in topic if t and t.strip()]
     if not names:
         return []
-    found = store.entities_by_name(names)
-    got = {normalise_name(e.name) for e in found}
-    missing = [t for t in names if normalise_name(t) not in got]
+    by_name = by_name_key(store.entities_by_name([n for t in names for n in lookup_names(t)]))
+    named = {t: named_by(t, by_name) for t in names}
+    found = list({e.id: e for hits in named.values() for e in hits}.values())
+    missing = [t for t in names if not named[t]]
     if missing:
-        found = list(found) + list(store.entities_by_id(missing))
-    if len(found) < len(names):
-        log.info("topic entities not in the store: %s", [t for t in names if t not in got])
-    return list(found)
+        by_id = {e.id: e for e in store.entities_by_id(missing)}
+        found += [e for e in by_id.values() if e.id not in {f.id for f in found}]
+        missing = [t for t in missing if t not in by_id]
+    if missing:
+        log.info("topic entities not in the store: %s", missing)
+    return found
 
 
 class SeedSet:

@@ -99,6 +99,9 @@ class GraphReader(Protocol):
     def relations_at(self, ids: Sequence[str]) -> set[str]:
         """The relation types on the edges of ``ids`` (either direction), uncapped."""
 
+    def entity_ids(self, after: str, limit: int) -> list[str]:
+        """At most ``limit`` entity ids greater than ``after``, in id order (a page)."""
+
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         """(id, neighbour id) for every neighbour of each of `ids` over relation `rel`,
         direction ignored: at most `limit` per node, in neighbour-id order."""

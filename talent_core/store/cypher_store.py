@@ -352,6 +352,10 @@ class CypherStore:
             out.update(str(r) for (r,) in self._read("relations_at", {"ids": list(chunk)}))
         return out
 
+    def entity_ids(self, after: str, limit: int) -> list[str]:
+        return [str(i) for (i,) in self._read("entity_ids", {"after": str(after),
+                                                             "limit": int(limit)})]
+
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         for chunk in chunks(lookup_keys(ids), self.batch_size):

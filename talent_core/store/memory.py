@@ -42,7 +42,13 @@ from talent_core.store._common import (
 )
 from talent_core.store.base import ExpansionCaps, Vector
 from talent_core.store.expand import HopRow, expand
-from talent_core.text import fuzzy_terms, normalise_name, search_tokens, within_edits
+from talent_core.text import (
+    fuzzy_terms,
+    identifier_tokens,
+    normalise_name,
+    search_tokens,
+    within_edits,
+)
 
 log = logging.getLogger(__name__)
 
@@ -289,12 +295,14 @@ class MemoryStore:
         return [Entity(id=i, name=self._names[i]) for i in lookup_keys(ids) if i in self._names]
 
     def _words(self) -> dict[str, set[str]]:
-        """Word -> ids of the names holding it (built on the first search)."""
+        """Word -> ids of the names holding it (built on the first search); an identifier
+        ("repo_men") is indexed whole as well as by its words, so a fuzzy term of either
+        kind finds it (the database indexes hold it whole)."""
         ix = self._ix
         if ix.words is None:
             ix.words = defaultdict(set)
             for i, n in self._names.items():
-                for w in search_tokens(n, max_tokens=1 << 30):
+                for w in (*search_tokens(n, max_tokens=1 << 30), *identifier_tokens(n)):
                     ix.words[w].add(i)
         return ix.words
 
@@ -348,6 +356,9 @@ class MemoryStore:
     def relations_at(self, ids: Sequence[str]) -> set[str]:
         adjacent = self._ix.adjacent
         return {r for fid in lookup_keys(ids) for _, r, _ in adjacent.get(fid, ())}
+
+    def entity_ids(self, after: str, limit: int) -> list[str]:
+        return sorted(i for i in self._names if i > after)[: max(0, int(limit))]
 
     def follow(self, ids: Sequence[str], rel: str, limit: int) -> list[tuple[str, str]]:
         adjacent = self._ix.adjacent

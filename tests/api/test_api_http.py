@@ -10,7 +10,8 @@ from api_helpers import STAGES, api_settings, auth, sse_events
 
 ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
                  "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
-                 "generator", "plan", "planner", "answer_path", "links", "not_in_kg", "evidence",
+                 "generator", "plan", "planner", "plan_confidence", "plan_runner_up",
+                 "plan_notice", "plan_joint", "answer_path", "links", "not_in_kg", "evidence",
                  "timings_ms"}
 Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
 

@@ -19,3 +19,13 @@ def test_relations_at_freebase_names(read_store):
     load_people(read_store)
     assert read_store.relations_at(["m.0abc"]) == {"film.film.starring",
                                                     "people.person.place_of_birth"}
+
+
+def test_entity_ids_pages_in_id_order(read_store):
+    load_nb(read_store)
+    every = read_store.entity_ids("", 10_000)
+    assert every == sorted(every) and {"a", "c", "H"} <= set(every)
+    first, rest = read_store.entity_ids("", 2), read_store.entity_ids(every[1], 10_000)
+    assert first == every[:2] and rest == every[2:]
+    assert read_store.entity_ids(every[-1], 5) == []
+    assert read_store.entity_ids("", 0) == []

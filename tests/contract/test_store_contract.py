@@ -342,6 +342,20 @@ def test_fuzzy_names(read_store):
     assert counts(read_store)[0] == 7
 
 
+def test_identifier_names_exact_and_fuzzy(read_store):
+    """Names written as identifiers ("Daniel_OPARE"): the exact key is the lowercased name,
+    and a fuzzy term of words joined by "_" matches the identifier whole on every store
+    (the fulltext indexes keep it as one token; issue 45)."""
+    read_store.upsert_entities([("d", "Daniel_OPARE", one_hot(1)), ("r", "Repo_Men", one_hot(2)),
+                                ("j", "j_p_morgan_jr", one_hot(3))])
+    assert [e.id for e in read_store.entities_by_name(["daniel_opare", "Repo_Men"])] == [
+        "d", "r"]
+    assert {e.id for e in read_store.fuzzy_names("danel_opare", 10)} == {"d"}
+    assert {e.id for e in read_store.fuzzy_names("repo_mne", 10)} == {"r"}
+    assert {e.id for e in read_store.fuzzy_names("j_p_morgn_jr", 10)} == {"j"}
+    assert read_store.fuzzy_names("opare_daniel", 10) == []
+
+
 # --- Freebase shapes and hostile text ---------------------------------------------------
 
 

@@ -1,11 +1,16 @@
-"""The relation-path planner as a user trains and uses it: `talent train planner` on the toy
-MetaQA questions, then `talent ask --planner DIR` (a random tiny LM, so the plan decides)."""
+"""The relation-path planner as a user trains and uses it: `talent train planner` fits the
+question <-> path matcher (a LoRA on MiniLM, one epoch on a handful of label records), then
+`talent ask --planner DIR` plans with it (a random tiny LM, so the plan decides); the
+zero-shot planner, `--planner none`, the CLI's refusals, and `--self` on the loaded toy
+store (which embeds with MiniLM, the matcher's base)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from talent_core.commands import app
@@ -18,32 +23,72 @@ def run(*args: str):
     return runner.invoke(app, list(args))
 
 
-def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path):
+def record(i: int, question: str, topic: str, path: list[str], split: str = "train") -> str:
+    return json.dumps({"id": f"toy-{i}", "split": split, "question": question,
+                       "q_entity": [topic], "answer": [], "inferential_chain": path,
+                       "ground_paths": [path]})
+
+
+def write_labels(path: Path) -> Path:
+    """A few relation-path label records over the toy KG's relations, two validating."""
+    lines = [record(0, "when was Heat released", "Heat", ["release_year"]),
+             record(1, "who directed The Matrix", "The Matrix", ["directed_by"]),
+             record(2, "who acted in Speed", "Speed", ["starred_actors"]),
+             record(3, "what genre is Delicatessen", "Delicatessen", ["has_genre"]),
+             record(4, "who directed films starring Keanu Reeves", "Keanu Reeves",
+                    ["starred_actors", "directed_by"]),
+             record(5, "what year was Speed released", "Speed", ["release_year"], "validation"),
+             record(6, "who was the director of Heat", "Heat", ["directed_by"], "validation")]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def store_embedding_model() -> str:
+    from talent_core.config import get_settings
+
+    return get_settings().embedding_model
+
+
+@pytest.fixture
+def tiny(tmp_path) -> str:
     from tiny_llm import tiny_llama
 
-    out_dir = tmp_path / "planner"
-    # "when was [Gravity] released" is not a training question; two of its template are
-    r = run("train", "planner", str(FIXTURES / "qa_1hop.txt"), str(FIXTURES / "qa_2hop.txt"),
-            str(FIXTURES / "qa_3hop.txt"), "-o", str(out_dir), "--format", "metaqa")
+    return str(tiny_llama(tmp_path / "tiny"))
+
+
+def ask_args(tiny: str, question: str = "when was [Gravity] released") -> tuple[str, ...]:
+    return ("ask", question, "--base-model", tiny, "--decode", "ranked", "--no-retriever",
+            "--json")
+
+
+def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
+    out_dir = tmp_path / "toymatcher"
+    labels = write_labels(tmp_path / "labels.jsonl")
+    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    assert summary["paths"] >= 10 and summary["training"]["questions"] == 50
-    assert summary["training"]["type_acc"] > 0.9  # it fits its training questions
-    meta = json.loads((out_dir / "planner.json").read_text())
-    assert ["release_year"] in meta["paths"] and meta["embedding_model"] == "minilm"
+    assert summary["matcher"] == str(out_dir)
+    assert summary["trained_on"]["pairs"] == 5 and summary["trained_on"]["files"] == [
+        "labels.jsonl"]
+    assert summary["training"]["steps"] == 1  # one epoch, one batch
+    assert summary["validation"]["questions"] == 2
+    meta = json.loads((out_dir / "matcher.json").read_text())
+    assert meta["format"] == "talent-path-matcher/1" and meta["name"] == "toymatcher"
+    assert meta["base_model"] == store_embedding_model() == "minilm"
+    assert (out_dir / "lora.npz").is_file()
+    assert not list(out_dir.glob("*.tmp*"))
 
-    model = str(tiny_llama(tmp_path / "tiny"))
-    ask = ("ask", "when was [Gravity] released", "--base-model", model, "--decode", "ranked",
-           "--no-retriever", "--json")
+    ask = ask_args(tiny)
     r = run(*ask, "--planner", str(out_dir))
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
+    assert got["planner"] == "matcher (toymatcher)"
     assert got["plan"][0]["rels"] == ["release_year"] and got["plan"][0]["ends"] == 1
     # the untrained LM's scores are noise: the one node on the planned path wins
     assert got["answer"][0] == "2013"
     top = got["ranked"][0]
     assert top["prior"] > 0.5 and top["lm_score"] is not None
-    assert all(r["prior"] is not None for r in got["ranked"])
+    assert all(x["prior"] is not None for x in got["ranked"])
     t = got["timings_ms"]  # the stages do not overlap: the planner is not generator time
     assert t["planner"] > 0 and t["generator"] > 0
     assert t["planner"] + t["generator"] + t.get("retrieve_total", 0) <= t["total"] + 1e-6
@@ -58,30 +103,66 @@ def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path):
     r = run(*ask, "--planner", "none")
     assert r.exit_code == 0, r.output
     off = json.loads(r.stdout)
-    assert off["plan"] == [] and all(r["prior"] is None for r in off["ranked"])
+    assert off["planner"] is None and off["plan"] == []
+    assert all(x["prior"] is None for x in off["ranked"])
 
     r = run(*ask, "--planner", str(tmp_path / "nope"))
     assert r.exit_code == 2 and "planner directory not found" in r.output
     (tmp_path / "empty").mkdir()
     r = run(*ask, "--planner", str(tmp_path / "empty"))
-    assert r.exit_code == 2 and "not a planner directory" in r.output
+    assert r.exit_code == 2 and "not a matcher directory" in r.output
 
 
-def test_train_planner_refuses_overlapping_validation(use_toy, tmp_path):
+def test_a_matcher_of_another_base_model_is_refused(use_toy, tmp_path, tiny):
+    from talent_core.planning.matcher import save_matcher
+
+    save_matcher(tmp_path / "other", {"name": "other", "base_model": "bge-small",
+                                      "lora_rank": 1, "lora_alpha": 1.0}, {})
+    r = run(*ask_args(tiny), "--planner", str(tmp_path / "other"))
+    assert r.exit_code == 2
+    assert "a matcher of 'bge-small'" in r.output and "'minilm'" in r.output
+
+
+def test_train_planner_refuses_bad_arguments(use_toy, tmp_path):
+    r = run("train", "planner", "-o", str(tmp_path / "p"))
+    assert r.exit_code == 2 and "give QUESTIONS" in r.output and "--self" in r.output
+    labels = write_labels(tmp_path / "labels.jsonl")
+    r = run("train", "planner", str(labels))
+    assert r.exit_code == 2 and "--output" in r.output
+    r = run("train", "planner", str(labels), "--self")
+    assert r.exit_code == 2 and "give no QUESTIONS" in r.output
+    # a MetaQA question file is typed by MetaQA's own qtype files
+    q = FIXTURES / "qa_1hop.txt"
+    r = run("train", "planner", str(q), "-o", str(tmp_path / "p"))
+    assert r.exit_code == 2 and "qa_1hop.txt" in r.output and "--metaqa-types" in r.output
+    # a bad label record is named by file:line, and nothing is written
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(record(0, "when was Heat released", "Heat", ["release_year"])
+                   + '\n{"id": 1, \n', encoding="utf-8")
+    r = run("train", "planner", str(bad), "-o", str(tmp_path / "p"))
+    assert r.exit_code == 2 and "bad.jsonl:2: invalid JSON" in r.output
+    assert not (tmp_path / "p").exists()
+
+
+def test_train_planner_on_typed_metaqa_files_refuses_overlapping_validation(use_toy, tmp_path):
+    types = tmp_path / "MetaQA"
+    for hop in (1, 2, 3):
+        (types / f"{hop}-hop").mkdir(parents=True)
+        shutil.copy(FIXTURES / f"qa_{hop}hop.txt", types / f"{hop}-hop" / "qa_dev.txt")
+        shutil.copy(FIXTURES / f"qa_{hop}hop_qtype.txt",
+                    types / f"{hop}-hop" / "qa_dev_qtype.txt")
     q = str(FIXTURES / "qa_1hop.txt")
-    r = run("train", "planner", q, "--val", q, "-o", str(tmp_path / "p"))
+    r = run("train", "planner", q, "--val", q, "--metaqa-types", str(types),
+            "-o", str(tmp_path / "p"))
     assert r.exit_code == 2 and "also occur in the training files" in r.output
     assert not (tmp_path / "p").exists()
 
 
-def test_zero_shot_planner_plans_from_the_anchors_own_relations(use_toy, tmp_path):
+def test_zero_shot_planner_plans_from_the_anchors_own_relations(use_toy, tiny):
     """No trained planner needed: the topic entity's relation paths ranked by their words'
     similarity to the question; `ask --json` and the text output say which planner."""
-    from tiny_llm import tiny_llama
-
-    model = str(tiny_llama(tmp_path / "tiny"))
-    ask = ("ask", "what release year does [Gravity] have", "--base-model", model,
-           "--decode", "ranked", "--no-retriever", "--planner", "zero-shot")
+    ask = ask_args(tiny, "what release year does [Gravity] have")[:-1] + ("--planner",
+                                                                          "zero-shot")
     r = run(*ask, "--json")
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
@@ -92,3 +173,42 @@ def test_zero_shot_planner_plans_from_the_anchors_own_relations(use_toy, tmp_pat
     assert r.exit_code == 0 and "planned relation paths (zero-shot planner)" in r.output
     r = run(*ask, "--json", "--plan-join", "0", "--planner", "none")
     assert r.exit_code == 0 and json.loads(r.stdout)["planner"] is None
+
+
+def test_self_trained_matcher_is_the_stores_bundled_planner(tmp_path, monkeypatch, tiny):
+    """`train planner --self` writes <data dir>/matcher from the store's own paths; a later
+    ask (default --planner bundled) plans with it. A data dir of its own: the session's toy
+    data dir stays without a matcher of its own, as the other tests expect."""
+    from toy_store import toy_data_dir
+
+    from talent_core.config import get_settings
+
+    with toy_data_dir(tmp_path / "data") as env:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.delenv("TALENT_PLANNER", raising=False)
+        get_settings.cache_clear()
+        try:
+            own = Path(env["TALENT_DATA_DIR"]) / "matcher"
+            r = run(*ask_args(tiny))  # before: the shipped matcher, or zero-shot without one
+            assert r.exit_code == 0, r.output
+            before = json.loads(r.stdout)["planner"]
+            assert before == "zero-shot" or before.startswith("matcher (")
+            assert not own.exists()
+
+            r = run("train", "planner", "--self", "--anchors", "20", "--epochs", "1")
+            assert r.exit_code == 0, r.output
+            summary = json.loads(r.stdout.strip().splitlines()[-1])
+            assert summary["matcher"] == str(own)
+            assert summary["trained_on"]["self"] is True and summary["trained_on"]["pairs"] > 0
+            assert summary["validation"]["questions"] >= 1
+            meta = json.loads((own / "matcher.json").read_text())
+            assert meta["name"] == "self" and meta["base_model"] == "minilm"
+
+            r = run(*ask_args(tiny))
+            assert r.exit_code == 0, r.output
+            got = json.loads(r.stdout)
+            assert got["planner"].startswith("matcher (self") and got["plan"]
+            assert all(x["prior"] is not None for x in got["ranked"])
+        finally:
+            get_settings.cache_clear()

@@ -1,0 +1,385 @@
+"""Training the question <-> relation-path matcher (`planning.matcher`): LoRA on the
+sentence encoder, contrastive over (question, path in words) pairs.
+
+Loss (the multiple-negatives ranking loss of sentence-transformers, with hard negatives):
+for a batch of B questions, the candidates are each question's positive path and one hard
+negative (another path its anchor has, or one of the same domain); question i's logits are
+``scale`` cos(q_i, c_j) over the 2B candidates and the target is its own positive;
+candidates that are also a gold path of question i (two questions of one path type in a
+batch) are masked out of its row rather than counted as negatives.
+
+Pairs come from labelled relation paths: WebQSP training records (`webqsp_pairs`, RoG's
+ground paths and the annotators' chain, as `training.path_labels.path_labels`), MetaQA
+question files typed by `qa_dev_qtype.txt` (`metaqa_pairs`: the question type names the
+path), or questions written from a loaded store's own paths (`planning.self_train`).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import resource
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from talent_core.errors import DataError, TrainingDataError
+from talent_core.planning.matcher import (
+    LORA_FILE,
+    Pair,
+    load_meta,
+    path_words,
+    save_matcher,
+)
+from talent_core.questions import parse_question
+from talent_core.retrieval.relations import strip_mentions
+
+log = logging.getLogger(__name__)
+
+PathT = tuple[str, ...]
+
+
+# --- pairs from WebQSP label records ------------------------------------------------------
+
+
+def webqsp_pairs(records: Sequence[Any], max_len: int = 3) -> list[Pair]:
+    """One pair per record with a label (`training.path_labels.path_labels`, source "both"):
+    negatives are its other ground paths (RoG's noisy ones)."""
+    from talent_core.training.path_labels import path_labels
+
+    out = []
+    for rec in records:
+        gold = list(path_labels(rec, "both", max_len))
+        if not gold:
+            continue
+        others = [tuple(p) for p in rec.ground_paths if tuple(p) not in gold and p]
+        out.append(Pair(strip_mentions(rec.question, rec.q_entity), gold,
+                        list(dict.fromkeys(others)), "webqsp"))
+    return out
+
+
+# --- pairs from MetaQA question files ------------------------------------------------------
+
+# the entity types of MetaQA's question types and the relation linking each to a movie
+METAQA_RELATION = {"actor": "starred_actors", "director": "directed_by", "writer": "written_by",
+                   "year": "release_year", "language": "in_language", "genre": "has_genre",
+                   "tags": "has_tags", "tag": "has_tags", "imdbrating": "has_imdb_rating",
+                   "imdbvotes": "has_imdb_votes"}
+
+
+def metaqa_type_path(qtype: str) -> PathT:
+    """`actor_to_movie_to_director` -> (starred_actors, directed_by): each hop's relation is
+    the one between a movie and the other end's type."""
+    parts = qtype.split("_to_")
+    if len(parts) < 2 or any(p not in METAQA_RELATION and p != "movie" for p in parts):
+        raise ValueError(f"not a MetaQA question type: {qtype!r}")
+    return tuple(METAQA_RELATION[a if a != "movie" else b] for a, b in zip(parts, parts[1:]))
+
+
+def metaqa_qtypes(metaqa: Path) -> dict[str, str]:
+    """question line -> its question type, over every hop's qa_dev.txt / qa_dev_qtype.txt."""
+    out: dict[str, str] = {}
+    for hop in (1, 2, 3):
+        qa = metaqa / f"{hop}-hop" / "qa_dev.txt"
+        qt = metaqa / f"{hop}-hop" / "qa_dev_qtype.txt"
+        lines = qa.read_text(encoding="utf-8").splitlines()
+        types = qt.read_text(encoding="utf-8").splitlines()
+        if len(lines) != len(types):
+            raise DataError(f"{qt}: {len(types)} lines, {qa} has {len(lines)}: not aligned")
+        out.update((q.strip(), t.strip()) for q, t in zip(lines, types) if q.strip())
+    return out
+
+
+def metaqa_pairs(files: Sequence[Path], qtypes: dict[str, str]) -> list[Pair]:
+    """One pair per question line of ``files`` (MetaQA's `question<TAB>answers`): the gold
+    path from its question type; negatives: every other MetaQA path type that starts from
+    the same entity type (the anchor's other paths)."""
+    typed: list[tuple[str, str]] = []
+    for f in files:
+        for lineno, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            qtype = qtypes.get(line.strip())
+            if qtype is None:
+                raise DataError(f"{f}:{lineno}: not a line of MetaQA's qa_dev.txt (no type)")
+            typed.append((line.split("\t")[0], qtype))
+    by_start: dict[str, set[PathT]] = defaultdict(set)
+    for qtype in set(qtypes.values()):
+        by_start[qtype.split("_to_")[0]].add(metaqa_type_path(qtype))
+    out = []
+    for question, qtype in typed:
+        text, topics = parse_question(question)
+        gold = metaqa_type_path(qtype)
+        negatives = sorted(by_start[qtype.split("_to_")[0]] - {gold})
+        out.append(Pair(strip_mentions(text, topics), [gold], negatives, "metaqa"))
+    return out
+
+
+# --- the fit --------------------------------------------------------------------------------
+
+TARGETS = r".*encoder\.layer\.\d+\..*(query|key|value|dense)"
+
+
+@dataclass
+class FitSettings:
+    epochs: int = 2
+    batch: int = 32
+    lr: float = 3e-4
+    rank: int = 16
+    alpha: float = 32.0
+    scale: float = 20.0
+    max_length: int = 48
+    seed: int = 0
+    threads: int = 0  # 0: torch's default
+
+
+def path_accuracy(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[Pair],
+                  vocab: Sequence[PathT]) -> dict[str, float]:
+    """Top-1 / top-5 path accuracy: the likeliest of ``vocab`` by cosine is a gold path."""
+    if not pairs or not vocab:
+        return {"questions": 0, "path_acc": 0.0, "path_acc5": 0.0}
+    q = encode([p.text for p in pairs])
+    v = encode([path_words(t) for t in vocab])
+    order = np.argsort(-(q @ v.T), axis=1)[:, :5]
+    top1 = [vocab[o[0]] in set(p.gold) for o, p in zip(order, pairs)]
+    top5 = [any(vocab[i] in set(p.gold) for i in o) for o, p in zip(order, pairs)]
+    return {"questions": len(pairs), "path_acc": round(float(np.mean(top1)), 4),
+            "path_acc5": round(float(np.mean(top5)), 4)}
+
+
+def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: str,
+                settings: FitSettings | None = None, val: Sequence[Pair] = (),
+                trained_on: dict[str, Any] | None = None, init: Path | None = None,
+                progress: Callable[[int, int, float], None] | None = None) -> dict[str, Any]:
+    """Fit LoRA factors on ``pairs``, validate on ``val`` (path accuracy over the gold
+    paths of both), write the matcher to ``output``; returns its meta. ``init``: a matcher
+    directory whose factors training starts from (its rank and alpha are kept).
+    ``progress(step, steps, loss)`` is called after every step."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModel, AutoTokenizer
+
+    from talent_core.embedding_common import resolve_model_path
+
+    s = settings or FitSettings()
+    start: dict[str, np.ndarray] = {}
+    if init is not None:
+        init_meta = load_meta(init)
+        s.rank, s.alpha = int(init_meta["lora_rank"]), float(init_meta["lora_alpha"])
+        with np.load(init / LORA_FILE) as z:
+            start = {k: z[k] for k in z.files}
+    if not pairs:
+        raise TrainingDataError("no training pair (question with a labelled relation path)")
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    torch.manual_seed(s.seed)
+    rng = random.Random(s.seed)
+    root = resolve_model_path(base_model)
+    tok = AutoTokenizer.from_pretrained(root)
+    base = AutoModel.from_pretrained(root)
+    model = get_peft_model(base, LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0,
+                                            target_modules=TARGETS))
+    if start:
+        with torch.no_grad():
+            for weight, mod in _lora_modules(model):
+                mod.lora_A["default"].weight.copy_(torch.from_numpy(start[weight + ".A"]))
+                mod.lora_B["default"].weight.copy_(torch.from_numpy(start[weight + ".B"]))
+
+    def embed(texts: list[str]) -> Any:
+        enc = tok(texts, padding=True, truncation=True, max_length=s.max_length,
+                  return_tensors="pt")
+        out = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
+        pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def encode(texts: list[str]) -> np.ndarray:
+        model.eval()
+        with torch.no_grad():
+            vecs = [embed(texts[i:i + 256]).numpy() for i in range(0, len(texts), 256)]
+        return np.concatenate(vecs) if vecs else np.zeros((0, 384), np.float32)
+
+    by_domain: dict[str, list[PathT]] = defaultdict(list)
+    for p in pairs:
+        for g in p.gold:
+            by_domain[_domain(g)].append(g)
+    vocab = sorted({g for p in [*pairs, *val] for g in p.gold})
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=s.lr)
+    steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda k: min(1.0, (k + 1) / max(1, steps // 10)) * max(0.0, 1 - k / steps))
+    t0 = time.perf_counter()
+    step, losses = 0, []
+    order = list(range(len(pairs)))
+    for _ in range(s.epochs):
+        rng.shuffle(order)
+        model.train()
+        for b in range(0, len(order), s.batch):
+            batch = [pairs[i] for i in order[b:b + s.batch]]
+            pos = [rng.choice(p.gold) for p in batch]
+            neg = [_negative(p, rng, by_domain) for p in batch]
+            cands = pos + neg
+            q = embed([p.text for p in batch])
+            c = embed([path_words(t) for t in cands])
+            logits = s.scale * q @ c.T
+            mask = torch.zeros_like(logits, dtype=torch.bool)
+            for i, p in enumerate(batch):
+                gold = set(p.gold)
+                for j, t in enumerate(cands):
+                    if j != i and t in gold:
+                        mask[i, j] = True
+            logits = logits.masked_fill(mask, -1e4)
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            step += 1
+            losses.append(float(loss.item()))
+            if progress:
+                progress(step, steps, losses[-1])
+    fit_s = time.perf_counter() - t0
+    factors: dict[str, np.ndarray] = {}
+    for weight, mod in _lora_modules(model):
+        factors[weight + ".A"] = mod.lora_A["default"].weight.detach().numpy()
+        factors[weight + ".B"] = mod.lora_B["default"].weight.detach().numpy()
+    meta: dict[str, Any] = {
+        "name": name, "base_model": base_model, "lora_rank": s.rank, "lora_alpha": s.alpha,
+        "scale": s.scale, "settings": s.__dict__,
+        "trained_on": {**(trained_on or {}), "pairs": len(pairs),
+                       "started_from": str(init) if init is not None else None,
+                       "sources": sorted({p.source for p in pairs})},
+        "training": {"fit_s": round(fit_s, 1), "steps": steps,
+                     "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
+                     "peak_rss_mb": round(resource.getrusage(
+                         resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+    }
+    if val:
+        meta["validation"] = path_accuracy(encode, val, vocab)
+    save_matcher(output, meta, factors)
+    log.info("matcher %s: %d pairs, %d steps in %.0f s -> %s", name, len(pairs), steps,
+             fit_s, output)
+    return meta
+
+
+def _lora_modules(model: Any) -> list[tuple[str, Any]]:
+    """(the adapted weight's name in the base model, its LoRA module) of a peft model."""
+    return [(re.sub(r"^base_model\.model\.", "", name) + ".weight", mod)
+            for name, mod in model.named_modules()
+            if hasattr(mod, "lora_A") and "default" in getattr(mod, "lora_A", {})]
+
+
+def _domain(path: PathT) -> str:
+    """A path's domain: its first relation's first dotted part (Freebase), or "" (MetaQA's
+    relations have one domain)."""
+    head = path[0]
+    return head.split(".")[0] if "." in head else ""
+
+
+def _negative(pair: Pair, rng: random.Random, by_domain: dict[str, list[PathT]]) -> PathT:
+    """A hard negative, one of: the gold path one relation longer (30 %; a relation of a
+    same-domain path: the beam grows paths, so the matcher must prefer stopping where the
+    question does), for a pair with every other path of its anchor (MetaQA's types, a
+    store's own) one of those, else (WebQSP: labels without the KG) the gold path one
+    relation shorter (10 %), one of the record's other ground paths (30 %), a same-domain
+    path."""
+    gold = set(pair.gold)
+    g = rng.choice(pair.gold)
+    pool = by_domain.get(_domain(g), []) or [g]
+    draw = rng.random()
+    for _ in range(8):
+        if draw < 0.3:
+            t = (*g, rng.choice(rng.choice(pool)))
+        elif pair.negatives and pair.source != "webqsp":
+            t = rng.choice(pair.negatives)
+        elif draw < 0.4 and len(g) > 1:
+            t = g[:-1]
+        elif draw < 0.7 and pair.negatives:
+            t = rng.choice(pair.negatives)
+        else:
+            t = rng.choice(pool)
+        if t not in gold:
+            return t
+        draw = rng.random()
+    return (*g, g[-1])
+
+
+# --- the commands' entry points -------------------------------------------------------------
+
+
+def log_progress(step: int, steps: int, loss: float) -> None:
+    """Progress of a fit in the log, every 20 steps and at the end."""
+    if step % 20 == 0 or step == steps:
+        log.info("step %d/%d, loss %.3f", step, steps, loss)
+
+
+def read_pairs(files: Sequence[Path], metaqa: Path | None, val_files: Sequence[Path]
+               ) -> tuple[list[Pair], list[Pair]]:
+    """(training, validation) pairs of the question files: label records (`.jsonl`: their
+    split "validation" validates) or MetaQA question files typed by ``metaqa``'s
+    `qa_dev_qtype.txt` files (`.txt`; ``val_files`` validate)."""
+    from talent_core.training.path_labels import read_path_labels
+
+    train: list[Pair] = []
+    val: list[Pair] = []
+    qtypes: dict[str, str] | None = None
+    for f in [*files, *val_files]:
+        if f.suffix != ".jsonl" and metaqa is None:
+            raise DataError(f"{f}: a MetaQA question file needs --metaqa-types DIR (label "
+                            "records are .jsonl)")
+    for f in files:
+        if f.suffix == ".jsonl":
+            recs = read_path_labels(f)
+            train += webqsp_pairs([r for r in recs if r.split == "train"])
+            val += webqsp_pairs([r for r in recs if r.split == "validation"])
+        else:
+            qtypes = qtypes or metaqa_qtypes(metaqa)  # type: ignore[arg-type]
+            train += metaqa_pairs([f], qtypes)
+    if val_files:
+        qtypes = qtypes or metaqa_qtypes(metaqa)  # type: ignore[arg-type]
+        val += metaqa_pairs(list(val_files), qtypes)
+    overlap = {p.text for p in train} & {p.text for p in val if p.source == "metaqa"}
+    if overlap:
+        raise DataError(f"{len(overlap)} validation questions also occur in the training files")
+    return train, val
+
+
+def fit_self(settings: Any, output: Path, *, start: Path | None = None, anchors: int = 600,
+             epochs: int = 1, lr: float = 1e-4, name: str = "self", seed: int = 0
+             ) -> dict[str, Any]:
+    """`talent train planner --self`: questions written from the store of ``settings``
+    (`planning.self_train.store_pairs`; a tenth of the anchors validate), fitted on top of
+    ``start`` (default: the shipped matcher) and written to ``output``."""
+    from talent_core.planning.matcher import BUNDLED, bundled_base
+    from talent_core.planning.self_train import store_pairs
+    from talent_core.store import open_store
+
+    t0 = time.perf_counter()
+    if start is None and bundled_base() == settings.embedding_model:
+        start = BUNDLED
+    store = open_store(settings)
+    try:
+        pairs = store_pairs(store, anchors, seed,
+                            progress=lambda k, n: log.info("self-training questions: anchor "
+                                                           "%d/%d", k, n) if k % 100 == 0
+                            else None)
+    finally:
+        store.close()
+    if not pairs:
+        raise TrainingDataError("the store has no relation path to write a question from: "
+                                "is a KG loaded (talent stats)?")
+    cut = len(pairs) - max(1, len(pairs) // 10)
+    write_s = time.perf_counter() - t0
+    meta = fit_matcher(pairs[:cut], output, name=name, base_model=settings.embedding_model,
+                       settings=FitSettings(epochs=epochs, lr=lr, seed=seed),
+                       val=pairs[cut:], init=start, progress=log_progress,
+                       trained_on={"self": True, "anchors": anchors, "seed": seed,
+                                   "store": str(settings.data_dir)})
+    meta["training"]["questions_s"] = round(write_s, 1)
+    return meta
