@@ -58,8 +58,7 @@ def main() -> None:
         plan = p.plan(cand)
         ms = (time.perf_counter() - t) * 1000
         gold = {answer_key(x) for x in [*rec.answers, *rec.answer_entities]}
-        names = {}
-        ends_of = {k: v for k, v in plan.ends.items()}
+        ends_of = plan.ends
         ids = sorted({n for e in ends_of.values() for n in e})
         names = {e.id: answer_key(e.name) for e in p.store.entities_by_id(ids)} if ids else {}
         top = plan.paths[0] if plan.paths else None

@@ -153,19 +153,18 @@ def answer(
     if decode == "ranked":
         # candidate answers: the context's KG nodes (and grounded out-of-S names); never
         # a name the KG does not hold
-        model = planner
         if generator.task != "label" and planner is not None:
             t_plan = time.perf_counter()
             plan = made if made is not None else plan_paths(planner, store, candidate)
             if plan.paths:
-                join_planned(store, model, kg, plan.prior)
+                join_planned(store, planner, kg, plan.prior)
             timings["planner"] = (time.perf_counter() - t_plan) * 1000
         # a Freebase CVT node (`m.0abc`) is never an answer
         names = None if generator.task == "label" else [
             n for n, (kg_name, _) in kg.items() if not is_cvt(kg_name)]
         scored = generator.rank(question, context, names)
-        if plan.paths and model is not None:
-            ranked, scored = rescored(model, scored, kg, plan)
+        if plan.paths and planner is not None:
+            ranked, scored = rescored(planner, scored, kg, plan)
             if answer_set_rule == "path":
                 chosen, answer_path = answer_set(store, ranked, plan)
                 answers, answer_ids = [n for n, _ in chosen], [i for _, i in chosen]

@@ -222,7 +222,7 @@ def name_similarity(mention: str, name: str) -> tuple[float, int]:
     a, b = fold_name(mention), fold_name(name)
     best = _similarity(a, b)
     if best[1]:
-        wa, wb = " ".join(_WORD.findall(a)), " ".join(_WORD.findall(b))
+        wa, wb = word_key(a), word_key(b)
         if wa and wb and (wa, wb) != (a, b):
             best = max(best, _similarity(wa, wb), key=lambda t: (t[0], -t[1]))
     return best

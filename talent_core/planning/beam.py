@@ -7,8 +7,8 @@ Definitions (direction ignored, as `paths.walk`):
   id order): the ``extend`` best of them by a score of the relation alone, when one is
   given; a prefix reaching nothing is not extended.
 * All candidates of a depth are scored at once (``score``: path -> value; the matcher's
-  cosine of the question with the path's words); the best ``width`` are walked
-  (`paths.walk`: one `follow` per prefix) and kept.
+  cosine of the question with the path's words); the best ``width`` are kept, each
+  followed from a sample of its prefix's ends (one `follow` per prefix).
 * A relation at most ``max_repeat`` (2) times in a row: (r, r) is the anchor's co-members
   (films sharing its director), (r, r, r) walks back out again, a reading no question in
   the training data asks for and one the matcher favours for its extra words.
@@ -17,7 +17,8 @@ Definitions (direction ignored, as `paths.walk`):
   Ends that are CVT nodes are walked through, never answers: a path whose ends are all CVTs
   is extended but not returned.
 
-Returns every kept path with answerable ends (its ends, without CVT nodes) and its score.
+Returns the score of every kept path whose sampled ends are not all CVT nodes; `complete`
+walks the paths a plan uses in full (`paths.walk`), CVT nodes removed from their ends.
 """
 
 from __future__ import annotations
@@ -43,14 +44,14 @@ class BeamSettings:
 
 @dataclass
 class Grown:
-    """The paths a beam kept (the score of each that reaches an answerable node, a sample
-    of its ends), the CVT nodes met, and the complete ends of the paths `complete` walked."""
+    """The paths a beam kept (the score of each that reaches an answerable node), the
+    sample of ends each prefix was followed from, the CVT nodes met, and the complete ends
+    of the paths `complete` walked."""
 
     scores: dict[PathT, float] = field(default_factory=dict)
     sample: dict[PathT, list[str]] = field(default_factory=dict)
     cvt: set[str] = field(default_factory=set)
     ends: dict[PathT, set[str]] = field(default_factory=dict)
-    truncated: bool = False  # a cap cut a complete walk (its ends may be incomplete)
 
 
 def grow(store: GraphReader, anchors: Sequence[str],
@@ -68,7 +69,8 @@ def grow(store: GraphReader, anchors: Sequence[str],
     anchor_set = set(anchors)
     all_cvt: dict[PathT, bool] = {(): False}  # every sampled end of the path is a CVT node
     via_cvt: dict[PathT, bool] = {(): False}  # the path passed a CVT node
-    sample: dict[PathT, list[str]] = {(): sorted(anchor_set)}
+    sample = out.sample
+    sample[()] = sorted(anchor_set)
     candidates: list[PathT] = [(r,) for r in sorted(store.relations_at(list(anchors)))]
     depth = 1
     while candidates:
@@ -87,7 +89,6 @@ def grow(store: GraphReader, anchors: Sequence[str],
             via_cvt[t] = via_cvt[t[:-1]] or all_cvt[t[:-1]]
             if not all_cvt[t]:
                 out.scores[t] = scored[t]
-                out.sample[t] = [n for n in sample[t] if n not in out.cvt]
             if depth < settings.max_rels + (1 if via_cvt[t] or all_cvt[t] else 0):
                 rels = sorted(r for r in store.relations_at(sample[t])
                               if t[-settings.max_repeat:] != (r,) * settings.max_repeat)
@@ -107,8 +108,7 @@ def complete(store: GraphReader, anchors: Sequence[str], grown: Grown,
     todo = [t for t in paths if t not in grown.ends]
     if not todo:
         return
-    walked, cut = walk(store.follow, anchors, todo, limit=walk_limit)
-    grown.truncated |= cut
+    walked, _ = walk(store.follow, anchors, todo, limit=walk_limit)
     if grown.cvt:
         ids = sorted({n for e in walked.values() for n in e} - grown.cvt)
         grown.cvt |= {e.id for e in store.entities_by_id(ids) if is_cvt(e.name)} if ids else set()

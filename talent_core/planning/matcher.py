@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from talent_core.errors import PlannerError
+from talent_core.planning.paths import PathT
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +37,6 @@ META_FILE = "matcher.json"
 LORA_FILE = "lora.npz"
 BUNDLED = Path(__file__).resolve().parents[1] / "adapters" / "matcher"
 DEFAULT_SCALE = 20.0  # the cosine's softmax scale (inverse temperature 0.05)
-
-
-PathT = tuple[str, ...]
 
 
 @dataclass

@@ -40,8 +40,7 @@ class Plan:
     prior: dict[str, float] = field(default_factory=dict)
     via: dict[str, str] = field(default_factory=dict)
     ends: dict[str, set[str]] = field(default_factory=dict)  # path text -> the ids it reaches
-    model: MatcherPlanner | None = None  # the planner that planned
-    kind: str | None = None  # its `kind`: "matcher (name)" / "zero-shot"
+    kind: str | None = None  # the planner's `kind`: "matcher (name)" / "zero-shot"
     confidence: float | None = None  # p of the top path before truncation
     runner_up: PlannedPath | None = None  # the second likeliest path, p before truncation
     joint: list[str] = field(default_factory=list)  # mentions whose paths meet (`joint_plan`)
@@ -63,10 +62,6 @@ class MatcherPlanner:
     def kind(self) -> str:
         return self.matcher.kind
 
-    @property
-    def meta(self) -> dict:
-        return self.matcher.meta
-
 
 def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candidate) -> Plan:
     """The plan over the anchors' own paths grown by the beam under the matcher's score.
@@ -74,10 +69,7 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
     tag "heat") plan each on its own: where the top paths of all of them reach common
     nodes, those are the plan's ends (`joint_plan`); else the anchors plan together."""
     names = {s.id: s.name for s in candidate.seeds}
-    text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
     matcher = planner.matcher
-    score, quick = _scorers(matcher, matcher.encode_question(text))
-
     groups: dict[str, list[str]] = {}
     for a in candidate.anchors:
         groups.setdefault(names.get(a, a).casefold(), []).append(a)
@@ -88,6 +80,8 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         joint = joint_plan(store, list(groups.values()), names, scorers, planner)
         if joint is not None:
             return joint
+    text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
+    score, quick = _scorers(matcher, matcher.encode_question(text))
     grown = grow(store, candidate.anchors, score, planner.beam, quick)
     order, p = _softmax(grown.scores)
     steps = top_plan(grown.scores, planner.mass, planner.top)
@@ -221,7 +215,7 @@ def _plan(steps: list[tuple[PathT, float]], ends: dict[PathT, set[str]],
           model: MatcherPlanner) -> Plan:
     via = {n: path_text(t) for n, t in node_paths(steps, ends).items()}
     return Plan(planned(steps, ends), node_prior(steps, ends), via,
-                {path_text(t): ends.get(t, set()) for t, _ in steps}, model, model.kind)
+                {path_text(t): ends.get(t, set()) for t, _ in steps}, model.kind)
 
 
 def join_plan(store: GraphReader, candidate: Candidate, plan: Plan, budget: int) -> Candidate:

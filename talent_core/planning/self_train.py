@@ -16,6 +16,7 @@ import logging
 import random
 from collections.abc import Callable
 
+from talent_core.explore import is_cvt
 from talent_core.planning.beam import BeamSettings, grow
 from talent_core.planning.matcher import Pair, readable_relation
 from talent_core.planning.paths import PathT
@@ -64,7 +65,7 @@ def store_pairs(store: GraphReader, anchors: int = 600, seed: int = 0,
     names = {e.id: e.name for e in store.entities_by_id(chosen)}
     for k, anchor in enumerate(chosen):
         name = names.get(anchor, "")
-        if name and not name.startswith(("m.", "g.")):
+        if name and not is_cvt(name):
             grown = grow(store, [anchor], lambda ts: [rng.random() for _ in ts], settings)
             by_len: dict[int, list[PathT]] = {}
             for t in sorted(grown.scores):

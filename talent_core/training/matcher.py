@@ -37,12 +37,11 @@ from talent_core.planning.matcher import (
     path_words,
     save_matcher,
 )
+from talent_core.planning.paths import PathT
 from talent_core.questions import parse_question
 from talent_core.retrieval.relations import strip_mentions
 
 log = logging.getLogger(__name__)
-
-PathT = tuple[str, ...]
 
 
 # --- pairs from WebQSP label records ------------------------------------------------------

@@ -11,9 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from talent_core.errors import DataError
-
-PathT = tuple[str, ...]
-
+from talent_core.planning.paths import PathT
 
 LabelSource = Literal["ground", "chain", "both"]
 LABEL_SOURCES: tuple[str, ...] = ("ground", "chain", "both")
