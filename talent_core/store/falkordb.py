@@ -390,7 +390,10 @@ class FalkorDBStore(CypherStore):
 
     def vector_indexes_missing(self) -> bool:
         """True when entities hold embeddings but a vector index is gone (a rebuild killed
-        between its drop and its create): loaders/sources.py then rebuilds them."""
+        between its drop and its create): loaders/sources.py then rebuilds them. Waits for
+        indexes under construction first: FalkorDB rebuilds a label's index asynchronously
+        after a field is dropped, and lists the dropped field until it is done."""
+        self._await_schema()
         labels = {str(label) for label, dim in self._read("vector_dimensions") if dim is not None}
         return not {"Entity", "Relation"} <= labels and bool(self._read("embedded_entity"))
 

@@ -172,3 +172,21 @@ def test_a_replace_killed_inside_its_index_rebuild_gets_its_indexes_back(
     assert store.source_records()[0].state == "replacing"
     got = store.top_entities(HashEmbedder(DIM).encode_one("film 3"), 3)
     assert got[0].entity.id == "film 3"
+
+
+def test_an_index_still_rebuilding_after_a_drop_counts_as_missing(embedded_store):
+    """FalkorDB rebuilds a label's index asynchronously after one of its fields is dropped,
+    and lists the dropped vector field until it is done: on a few thousand entities the
+    check waits for that rebuild instead of reading the old field as present."""
+    import numpy as np
+
+    from talent_core.store.cypher import statements
+
+    store = embedded_store(DIM)
+    rng = np.random.default_rng(0)
+    store.upsert_entities([(f"e{i}", f"entity {i}", rng.standard_normal(DIM).astype(np.float32))
+                           for i in range(5000)])
+    store._run(statements("drop_vector_index", store.dialect)[0], write=True)
+    assert store.vector_indexes_missing()
+    store.rebuild_vector_indexes()
+    assert not store.vector_indexes_missing()
