@@ -106,8 +106,13 @@ def roles(answer: Answer) -> dict[str, str]:
     out: dict[str, str] = {}
     ans = {i for ids in answer_ids(answer).values() for i in ids}
     selected = {n.id for n in answer.selection.selected} if answer.selection else set()
-    for n in answer.candidate.nodes:
-        out[n.id] = ("answer" if n.id in ans else "seed" if n.seed else
+    # seeds drawn: what the question's mentions linked to (not a tag that shares the name,
+    # nor a vector look-alike); without linking, where the expansion started
+    cand = answer.candidate
+    linked = ({lk.id for lk in cand.links if lk.id} or set(cand.anchors)
+              or {n.id for n in cand.nodes if n.seed})
+    for n in cand.nodes:
+        out[n.id] = ("answer" if n.id in ans else "seed" if n.id in linked else
                      "selected" if n.id in selected else "candidate")
     for o in answer.selection.out_of_candidate if answer.selection else []:
         if o.grounded and o.id:

@@ -29,7 +29,9 @@ from talent_core.models import (
     Answer,
     Candidate,
     Entity,
+    Reading,
     Subgraph,
+    Turn,
 )
 from talent_core.retrieval.linking import search
 from talent_core.store.base import ExpansionCaps, GraphReader
@@ -73,8 +75,14 @@ class EntityMatch(BaseModel):
     vector: the cosine)."""
 
     entity: Entity
-    how: Literal["exact name", "fuzzy", "fulltext", "vector"]
+    # "fuzzy": close enough that Ask's linking reads the name as it; "similar name": not
+    how: Literal["exact name", "fuzzy", "similar name", "fulltext", "vector"]
     score: float | None = None
+
+    @property
+    def linked(self) -> bool:
+        """Ask would read the typed name as this entity (an exact or a fuzzy link)."""
+        return self.how in ("exact name", "fuzzy")
 
 
 # --- readable names -----------------------------------------------------------------------
@@ -121,6 +129,18 @@ def answer_ids(answer: Answer) -> dict[str, list[str]]:
         out[a] = ([given[a]] if a in given else [ranked[a]] if a in ranked
                   else by_name.get(a.lower(), []))
     return out
+
+
+def turn_of(answer: Answer) -> Turn:
+    """The turn a follow-up to ``answer`` refers to: its question, its anchors (by the
+    names S gives them) and its answers with their KG ids (an answer with no id in the KG
+    is left out)."""
+    cand = answer.candidate
+    names = {n.id: n.name for n in cand.nodes} | {s.id: s.name for s in cand.seeds}
+    topic = [Entity(id=a, name=names.get(a, a)) for a in cand.anchors]
+    answers = [Entity(id=i, name=name) for name, ids in answer_ids(answer).items()
+               for i in ids]
+    return Turn(question=answer.question, topic=topic, answers=answers)
 
 
 def planned_hops(store: GraphReader, anchors: Sequence[str], rels: Sequence[str],
@@ -291,8 +311,10 @@ def find_entities(store: GraphReader, embedder: TextEmbedder | None, text: str, 
     if fuzzy_threshold is not None:
         for lk in search(store, text, fuzzy_threshold, k):
             if lk.id is not None and lk.id not in out:
+                how = {"exact": "exact name", "fuzzy": "fuzzy"}.get(lk.how or "",
+                                                                     "similar name")
                 out[lk.id] = EntityMatch(entity=Entity(id=lk.id, name=lk.name or lk.id),
-                                         how="fuzzy", score=round(lk.score, 2))
+                                         how=how, score=round(lk.score, 2))
     try:
         for e in store.search_names(text, k):
             out.setdefault(e.id, EntityMatch(entity=e, how="fulltext"))
@@ -473,6 +495,11 @@ def candidate_json(candidate: Candidate) -> dict[str, Any]:
     }
 
 
+def reading_json(reading: Reading | None) -> dict[str, Any] | None:
+    """A follow-up's reading with the line the UI and CLI show for it."""
+    return None if reading is None else {**reading.model_dump(), "text": reading.text}
+
+
 def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict[str, Any]:
     """The `talent ask --json` shape; `evidence` (default: paths over S only) is the UI
     export's `answers` (the same paths, in the same order, as the Ask page shows)."""
@@ -502,6 +529,9 @@ def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict
         "plan_joint": ans.plan_joint,
         "answer_path": ans.answer_path,
         "links": [lk.model_dump() for lk in ans.candidate.links],
+        "reading": reading_json(ans.candidate.reading),
+        # what a follow-up sends back as the last turn of its ``history``
+        "turn": turn_of(ans).model_dump(),
         "not_in_kg": ans.not_in_kg,
         "evidence": evidence_json(ans, answer_evidence(ans) if evidence is None else evidence),
         "timings_ms": ans.timings_ms,

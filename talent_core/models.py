@@ -177,6 +177,44 @@ class Link(BaseModel):
         return self.id is not None
 
 
+class Turn(BaseModel):
+    """What a follow-up question may refer to: the previous question, the entities it was
+    about (its anchors) and its answers (`conversation.turn_of`)."""
+
+    question: str
+    topic: list[Entity] = Field(default_factory=list)
+    answers: list[Entity] = Field(default_factory=list)
+
+
+class Reading(BaseModel):
+    """How a follow-up's referring words were read (`conversation.read_follow_up`): the
+    previous turn's answers or its topic, the entities that then anchor the question."""
+
+    words: str  # as typed: "them", "those films", "his"
+    source: Literal["answers", "topic"]
+    entities: list[Entity] = Field(default_factory=list)
+    total: int = 0  # the previous turn's entities of that source, before `FOLLOW_UP_MAX`
+    people: bool = False  # the answers of a who-question ("he" / "she" read them first)
+
+    @property
+    def plural(self) -> bool:
+        """More than one referent: entities that share a name (case variants, as the tag
+        "tom hanks" beside Tom Hanks) are one."""
+        return self.total > len(self.entities) or len(
+            {e.name.casefold() for e in self.entities}) > 1
+
+    @property
+    def text(self) -> str:
+        """One line for the UI and CLI: "reading 'them' as the 32 answers above"."""
+        n = len(self.entities)
+        what = "answers" if self.source == "answers" else "topic entities"
+        if not self.plural:
+            whose = "answer" if self.source == "answers" else "topic"
+            return f"reading '{self.words}' as {self.entities[0].name} (the {whose} above)"
+        cut = f" (the first {n} of {self.total})" if self.total > n else ""
+        return f"reading '{self.words}' as the {n} {what} above{cut}"
+
+
 class Candidate(BaseModel):
     """The candidate connected subgraph S (paper §2.2) for one question."""
 
@@ -189,6 +227,9 @@ class Candidate(BaseModel):
     truncated: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)
     links: list[Link] = Field(default_factory=list)  # entity linking of the mentions
+    # a follow-up: the previous turn's entities its referring words read as (they anchor S
+    # and plan as one group)
+    reading: Reading | None = None
 
 
 # --- LLM hand-offs (candidate -> selection -> answer) -------------------------------------

@@ -15,26 +15,32 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from talent_core.answer import Mode
 from talent_core.answer import answer as answer_stage
 from talent_core.config import Settings, get_settings
+from talent_core.conversation import known_turns, read_follow_up, referring_words
 from talent_core.embedding import Embedder, get_embedder
 from talent_core.models import (
     Answer,
     Candidate,
     Decode,
+    Entity,
     GeneratorType,
+    Reading,
     StoreStats,
+    Turn,
 )
 from talent_core.planning import Plan, join_plan, plan_paths
-from talent_core.planning.plan import MatcherPlanner, resolve
+from talent_core.planning.plan import MatcherPlanner, reading_score, resolve
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
 from talent_core.retrieval.linking import not_in_kg, read_as_linked
+from talent_core.retrieval.seeds import text_seeds
 from talent_core.store import GraphStore, open_store
 from talent_core.text import check_question, check_topics
 
@@ -194,17 +200,23 @@ class Pipeline:
         return self.retrieve_planned(question, topic_entities, **overrides)[0]
 
     def retrieve_planned(
-        self, question: str, topic_entities: list[str] | None = None, **overrides
+        self, question: str, topic_entities: list[str] | None = None,
+        history: Sequence[Turn] = (), **overrides
     ) -> tuple[Candidate, Plan | None]:
         """`retrieve`, and the plan whose ends joined S (None: nothing was planned), so
-        that `answer` need not plan again."""
+        that `answer` need not plan again. ``history``: the turns a follow-up may refer to,
+        oldest first (`conversation`); a question with topic entities of its own is read
+        without them."""
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
         topic_entities = check_topics(topic_entities, self.settings.max_topic_entities,
                                       self.settings.max_question_chars)
         text, topics = parse_question(question, topic_entities)
-        candidate = read_as_linked(retrieve(text, self.store, self.embedder, config,
-                                            topics or None))
+        reading = None if topics else self.read_follow_up(text, history)
+        candidate = read_as_linked(retrieve(
+            text, self.store, self.embedder, config, topics or None,
+            referents=reading.entities if reading else ()))
+        candidate.reading = reading
         if not (config.plan_join and self.planner is not None and candidate.anchors):
             return candidate, None
         t = time.perf_counter()
@@ -213,18 +225,48 @@ class Pipeline:
         candidate.timings_ms["plan_join"] = (time.perf_counter() - t) * 1000
         return candidate, plan
 
+    def read_follow_up(self, question: str, history: Sequence[Turn]) -> Reading | None:
+        """How ``question`` refers to the turns of ``history`` (`conversation.read_follow_up`;
+        the planner's score decides between readings whose number agrees)."""
+        ref = referring_words(question) if history else None
+        if ref is None:
+            return None
+        history = known_turns(history, self.store.entities_by_id)
+        planner = self.planner
+        score = None if planner is None else (
+            lambda ids: reading_score(planner, self.store, question, ref[0], ids))
+        return read_follow_up(question, history, score)
+
+    def anchors_of(self, question: str, history: Sequence[Turn] = ()) -> list[Entity]:
+        """The entities ``question`` is about, without retrieving S: a follow-up's reading,
+        else its linked mentions (what an earlier question of a chat history is read back
+        as)."""
+        config = self.retrieval_config()
+        text, topics = parse_question(check_question(question,
+                                                     self.settings.max_question_chars))
+        reading = None if topics else self.read_follow_up(text, history)
+        if reading is not None:
+            return reading.entities
+        seeds = text_seeds(text, self.store, topics or None, name_match=config.name_match,
+                           fulltext_k=0, stopwords=config.stopwords,
+                           fuzzy_link=config.fuzzy_link, link_threshold=config.link_threshold)
+        return [Entity(id=s.id, name=s.name) for s in seeds.anchors()]
+
     def ask(
         self,
         question: str,
         topic_entities: list[str] | None = None,
         mode: Mode = "full",
         decode: Decode | None = None,
+        history: Sequence[Turn] = (),
         **overrides,
     ) -> Answer:
         """``decode``: "ranked" (every candidate answer scored; answers are KG nodes) or
-        "free" (the paper's greedy decoding); default: the pipeline's."""
+        "free" (the paper's greedy decoding); default: the pipeline's. ``history``: the
+        turns a follow-up may refer to, oldest first (`conversation.turn_of` of each answer)."""
         t0 = time.perf_counter()
-        candidate, plan = self.retrieve_planned(question, topic_entities, **overrides)
+        candidate, plan = self.retrieve_planned(question, topic_entities, history,
+                                                **overrides)
         return self.answer(candidate, mode, decode, t0=t0, plan=plan)
 
     def answer(

@@ -14,6 +14,7 @@ import streamlit as st
 
 from talent_core.api.client import ApiClient
 from talent_core.config import DEMO_DIR, get_settings
+from talent_core.conversation import HISTORY as FOLLOW_UP_TURNS
 from talent_core.errors import TalentError
 from talent_core.explore import (
     answer_evidence,
@@ -26,8 +27,9 @@ from talent_core.explore import (
     missing_topics,
     out_of_candidate_joins,
     shared_name_note,
+    turn_of,
 )
-from talent_core.models import DECODES, GENERATOR_TYPES
+from talent_core.models import DECODES, GENERATOR_TYPES, Turn
 from talent_core.pipeline import Pipeline
 from talent_core.questions import is_comment, parse_question
 from talent_core.retrieval.config import Method, RetrievalConfig, field_bounds, ui_controls
@@ -186,10 +188,12 @@ def history_sidebar() -> None:
 
 
 def ask_remote(client: ApiClient, question: str, topics: list[str] | None, mode: str,
-               decode: str, overrides: dict[str, Any]) -> tuple[Any, dict, Extra, list]:
+               decode: str, overrides: dict[str, Any], history: list[Turn]
+               ) -> tuple[Any, dict, Extra, list]:
     """`run_question`'s answer, missing topics, extra graph and evidence from the API: the
     server computes them from its store, the page draws them as it draws its own."""
-    got = client.ask(question, topics, mode=mode, decode=decode, view="ui", **overrides)
+    got = client.ask(question, topics, mode=mode, decode=decode, view="ui", history=history,
+                     **overrides)
     extra = Extra()
     extra.edges.update(got.joins)
     extra.nodes.update({e.id: e for e in got.evidence_entities})
@@ -211,7 +215,7 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
             try:
                 t0 = time.perf_counter()
                 answer, missing, extra, evidence = ask_remote(client, question, topics, mode,
-                                                              decode, overrides)
+                                                              decode, overrides, turns())
                 wall = time.perf_counter() - t0
                 _, parsed = parse_question(question, topics)
             except Exception as e:  # shown to the analyst, not swallowed
@@ -236,7 +240,7 @@ def run_question(pipe: Pipeline, question: str, topic: str, mode: str, decode: s
         try:
             t0 = time.perf_counter()
             answer = pipe.ask(question, topics, mode=mode, decode=decode,  # type: ignore[arg-type]
-                              **overrides)
+                              history=turns(), **overrides)
             wall = time.perf_counter() - t0
             _, parsed = parse_question(question, topics)
             # linking (on by default) says what is missing itself; off: the exact look-up
@@ -266,6 +270,36 @@ def remember(answer: Any, mode: str, missing: dict, extra: Extra, evidence: list
                  "topics": topics})
     del hist[:-HISTORY]
     st.session_state["current"] = len(hist) - 1
+    if not answer.not_in_kg:
+        st.session_state["turns"] = [*turns(), turn_of(answer)][-FOLLOW_UP_TURNS:]
+
+
+def turns() -> list[Turn]:
+    """The conversation a follow-up question refers to (the last answers, oldest first)."""
+    return list(st.session_state.get("turns", []))
+
+
+def start_over() -> None:
+    """Forget the conversation: the next question refers to nothing before it."""
+    st.session_state["turns"] = []
+    st.session_state["current"] = None
+    st.session_state["question"] = ""
+
+
+def conversation_bar() -> None:
+    """Under the question box: what a follow-up ("who directed them?") would refer to, and
+    one click to start over."""
+    last = turns()[-1:]
+    if not last:
+        return
+    t = last[0]
+    n = len(t.answers)
+    what = f"{n} answer{'s' if n != 1 else ''}" if n else "its topic"
+    c1, c2 = st.columns([5, 1])
+    c1.caption(plain(f"Follow-ups (“who directed them?”, “when was it released?”) refer to "
+                     f"“{t.question}” ({what}) and the questions before it."))
+    c2.button("Start over", key="start_over", on_click=start_over,
+              help="forget the conversation: the next question stands on its own")
 
 
 def say_error(e: BaseException) -> None:
@@ -318,6 +352,9 @@ def show_links(h: dict[str, Any], idx: int) -> None:
 
 def show_notices(h: dict[str, Any], idx: int = 0) -> None:
     answer = h["answer"]
+    if answer.candidate.reading is not None:  # a follow-up: what its words were read as
+        st.info(plain(answer.candidate.reading.text[0].upper()
+                      + answer.candidate.reading.text[1:]))
     show_links(h, idx)
     for name, close in h["missing"].items():
         st.warning(plain(f"“{name}” is not in the KG (no entity has this name). "
@@ -619,6 +656,7 @@ def page() -> None:
         else:
             st.session_state["current"] = None
             st.warning("Type a question first (e.g. the example above), then press Ask.")
+    conversation_bar()
     history_sidebar()
     hist = st.session_state.get("history", [])
     idx = st.session_state.get("current")

@@ -52,14 +52,30 @@ def page() -> None:
             st.error(plain(error_line(e)))
             return
     if not found:
-        st.warning(plain(f"No entity matches “{text}”."))
+        st.warning(plain(f"“{text}” is not in the KG: no entity has this name or one close "
+                         "to it."))
         return
     labels = [f"{m.entity.name}  ·  {m.how}" + (f" {m.score:.2f}" if m.score is not None else "")
               + (f"  ·  id {m.entity.id}" if m.entity.id != m.entity.name else "")
               for m in found]
-    i = st.selectbox("Matches", range(len(found)), format_func=lambda j: labels[j],
-                     key="explore_pick")
-    entity: Entity = found[i or 0].entity
+    # as Ask links a mention: an exact name, or a fuzzy one close enough to read it as
+    linked = found[0].linked
+    if not linked:
+        st.warning(plain(f"“{text}” is not in the KG: no entity has this name, and none is "
+                         "close enough to read it as one. Pick one of the closest names "
+                         "below to see it."))
+    elif found[0].how == "fuzzy":
+        st.info(plain(f"Reading “{text}” as {found[0].entity.name} (the closest name, "
+                      f"similarity {found[0].score:.2f})."))
+    if st.session_state.get("_explore_text") != text:  # a new search: its own default pick
+        st.session_state["_explore_text"] = text
+        st.session_state.pop("explore_pick", None)
+    i = st.selectbox("Matches" if linked else "Closest names", range(len(found)),
+                     format_func=lambda j: labels[j], key="explore_pick",
+                     index=0 if linked else None, placeholder="pick a name")
+    if i is None:
+        return
+    entity: Entity = found[i].entity
     state = st.session_state.setdefault("explore", {})
     if state.get("centre") != entity.id:
         state.clear()

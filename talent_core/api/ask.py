@@ -89,7 +89,8 @@ def ask(req: AskRequest, _: Read, rt: Rt) -> Any:
             background=BackgroundTask(slot.release))
     try:
         t0 = time.perf_counter()
-        cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, **overrides)
+        cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, req.history,
+                                             **overrides)
         ans, evidence = answer_on(rt, cand, req, slot, t0, plan)
     finally:
         slot.release()
@@ -151,7 +152,8 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
     t0 = time.perf_counter()
     server_ms: dict[str, float] = {}
     try:
-        cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, **overrides)
+        cand, plan = rt.pipe.retrieve_planned(question, req.topic_entities, req.history,
+                                             **overrides)
         server_ms["retrieved"] = round((time.perf_counter() - t0) * 1000, 1)
         yield sse("seeds", {"seeds": [s.model_dump() for s in cand.seeds],
                             "links": [lk.model_dump() for lk in cand.links]})
@@ -170,7 +172,7 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
                                                 "answer_path")})
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
-            "frozen", "generator", "not_in_kg", "links", "method")})
+            "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn")})
         if req.view is not None:
             yield sse("view", _view(rt, ans, req, question))
         yield sse("done", {"timings_ms": out["timings_ms"], "server_ms": server_ms})

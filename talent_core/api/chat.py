@@ -1,7 +1,7 @@
 """The OpenAI-compatible endpoint of `talent serve` (`POST /v1/chat/completions`, and its
-stream) for existing chat clients and SDKs: the last user message is the question, the
-answers are the content, the whole `talent ask --json` document travels in the extension
-field ``talent``."""
+stream) for existing chat clients and SDKs: the last user message is the question (a
+follow-up of the earlier messages, `chat_history`), the answers are the content, the whole
+`talent ask --json` document travels in the extension field ``talent``."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from starlette.background import BackgroundTask
 from talent_core.api.ask import answer_on, checked
 from talent_core.api.auth import ApiError, Read
 from talent_core.api.runtime import Rt, Runtime, Slot
-from talent_core.api.schemas import AskRequest, ChatRequest
+from talent_core.api.schemas import AskRequest, ChatMessage, ChatRequest
+from talent_core.conversation import HISTORY
 from talent_core.errors import TalentError
-from talent_core.explore import answer_json
+from talent_core.explore import answer_json, entities_named
+from talent_core.models import Turn
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +42,44 @@ def models(_: Read, rt: Rt) -> dict[str, Any]:
 
 
 def chat_text(out: dict[str, Any]) -> str:
-    """A chat answer's text: the answers, or why there are none; an unsure plan's notice
-    on a line of its own."""
+    """A chat answer's text: the answers (" | " between them: `chat_history` reads them
+    back), or why there are none; how a follow-up was read and an unsure plan's notice on
+    lines of their own."""
     if out["not_in_kg"]:
         return "Not in the KG: " + ", ".join(out["not_in_kg"])
-    text = " | ".join(out["answer"]) or "(no answer)"
-    notice = out.get("plan_notice")
-    return f"{text}\n(note: {notice})" if notice else text
+    lines = [" | ".join(out["answer"]) or "(no answer)"]
+    if out.get("reading"):
+        lines.append(f"({out['reading']['text']})")
+    if out.get("plan_notice"):
+        lines.append(f"(note: {out['plan_notice']})")
+    return "\n".join(lines)
+
+
+def chat_history(rt: Runtime, messages: list[ChatMessage]) -> list[Turn]:
+    """The turns before the last user message, read back from the chat's own text (an
+    OpenAI client sends the history, not our answer documents): each earlier question's
+    anchors as the pipeline links it (a follow-up read against the turns before it), each
+    reply's first line split at " | " into names the KG holds; the last `HISTORY` pairs."""
+    pairs: list[tuple[str, str]] = []
+    pending: str | None = None
+    for m in messages[:-1] if messages and messages[-1].role == "user" else messages:
+        if m.role == "user":
+            pending = m.text()
+        elif m.role == "assistant" and pending is not None:
+            pairs.append((pending, m.text()))
+            pending = None
+    turns: list[Turn] = []
+    for question, reply in pairs[-HISTORY:]:
+        first = reply.strip().splitlines()[0] if reply.strip() else ""
+        names = [] if first.startswith(("Not in the KG", "(no answer)", "error:")) else [
+            n.strip() for n in first.split(" | ") if n.strip()]
+        try:
+            topic = rt.pipe.anchors_of(question, turns)
+        except TalentError:  # an earlier question the pipeline refuses: nothing to refer to
+            topic = []
+        answers = entities_named(rt.pipe.store, names) if names else []
+        turns.append(Turn(question=question, topic=topic, answers=answers))
+    return turns
 
 
 @router.post("/v1/chat/completions")
@@ -61,6 +94,7 @@ def chat_completions(req: ChatRequest, _: Read, rt: Rt) -> Any:
                        field="messages")
     ask_req = AskRequest(question=user[-1].text())
     question, _o = checked(rt, ask_req)
+    ask_req.history = chat_history(rt, req.messages)
     slot = rt.llm.admit()
     base = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()),
             "model": req.model}
@@ -70,7 +104,7 @@ def chat_completions(req: ChatRequest, _: Read, rt: Rt) -> Any:
                                  background=BackgroundTask(slot.release))
     try:
         t0 = time.perf_counter()
-        cand, plan = rt.pipe.retrieve_planned(question)
+        cand, plan = rt.pipe.retrieve_planned(question, None, ask_req.history)
         ans, evidence = answer_on(rt, cand, ask_req, slot, t0, plan)
     finally:
         slot.release()
@@ -92,7 +126,7 @@ def _chat_events(rt: Runtime, question: str, req: AskRequest, slot: Slot,
     try:
         t0 = time.perf_counter()
         yield chunk({"role": "assistant", "content": ""})
-        cand, plan = rt.pipe.retrieve_planned(question)
+        cand, plan = rt.pipe.retrieve_planned(question, None, req.history)
         ans, evidence = answer_on(rt, cand, req, slot, t0, plan)
         out = answer_json(ans, evidence)
         yield chunk({"content": chat_text(out)})

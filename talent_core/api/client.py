@@ -17,6 +17,7 @@ import tempfile
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,6 +36,7 @@ from talent_core.models import (
     SourcesReport,
     StoreStats,
     Subgraph,
+    Turn,
 )
 
 log = logging.getLogger(__name__)
@@ -312,10 +314,14 @@ class ApiClient:
                         truncated=out["truncated"])
 
     def ask(self, question: str, topic_entities: list[str] | None = None, mode: str = "full",
-            decode: str | None = None, view: str = "cli", **retrieval: Any) -> RemoteAnswer:
-        """POST /v1/ask; ``view`` "cli" or "ui" (what comes beside the answer)."""
+            decode: str | None = None, view: str = "cli", history: Sequence[Turn] = (),
+            **retrieval: Any) -> RemoteAnswer:
+        """POST /v1/ask; ``view`` "cli" or "ui" (what comes beside the answer); ``history``:
+        the turns a follow-up may refer to, oldest first."""
         body: dict[str, Any] = {"question": question, "mode": mode, "retrieval": retrieval,
                                 "view": view}
+        if history:
+            body["history"] = [t.model_dump() for t in history]
         if topic_entities:
             body["topic_entities"] = topic_entities
         if decode:

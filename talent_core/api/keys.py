@@ -13,16 +13,11 @@ as every command checks it (`check_data_dir`) before anything is written in it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
-import stat
-import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -32,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from talent_core.errors import ApiKeyError
+from talent_core.private_files import locked, read_private, write_atomic
 
 Scope = Literal["read", "write"]
 SCOPES: tuple[Scope, ...] = ("read", "write")
@@ -41,7 +37,6 @@ PREFIX = "tk_"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _ID = re.compile(r"[0-9a-f]{8}")
 _KEY = re.compile(r"tk_([0-9a-f]{8})_([A-Za-z0-9_-]{20,100})")
-_MAX_BYTES = 16 * 1024 * 1024  # far above any real keys file
 
 
 class ApiKey(BaseModel):
@@ -62,37 +57,6 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _read_private(path: Path) -> bytes | None:
-    """The bytes of the keys file ``path`` (None: absent), read through one fd opened
-    without following a symlink and checked with fstat: another user's file, or one others
-    may write, could hold a key of theirs."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        why = "a symlink" if e.errno == errno.ELOOP else e.strerror
-        raise ApiKeyError(f"{path}: not a readable keys file ({why})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ApiKeyError(f"{path}: not a regular file")
-        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            raise ApiKeyError(f"{path}: owned by another user or writable by others; "
-                              "it must be yours with mode 0600 (chmod 600)")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > _MAX_BYTES:
-                raise ApiKeyError(f"{path}: not a readable keys file (over {_MAX_BYTES} bytes)")
-        return b"".join(chunks)
-    except OSError as e:
-        raise ApiKeyError(f"{path}: not a readable keys file ({e.strerror})") from None
-    finally:
-        os.close(fd)
-
-
 class KeyStore:
     """The keys file of one data dir, read again on every call (a small file: a key
     created or revoked while the server runs counts at once) and parsed again only when its
@@ -110,7 +74,7 @@ class KeyStore:
         return self._read(self.path)
 
     def _read(self, path: Path) -> list[ApiKey]:
-        raw = _read_private(path)
+        raw = read_private(path, "keys file", ApiKeyError)
         if raw is None:
             return []
         with self._lock:
@@ -181,55 +145,14 @@ class KeyStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[Path]:
-        """The keys file's path with the exclusive lock held (one change at a time, across
-        processes and threads: each holder opens the lock file itself), once the data dir
-        passed `check_data_dir` (a missing one is created 0700 first)."""
-        from talent_core.store._common import ensure_data_dir
-
-        try:
-            real = ensure_data_dir(self.data_dir)
-        except OSError as e:
-            raise ApiKeyError(f"{self.data_dir}: cannot create the data dir ({e.strerror})"
-                              ) from None
-        lock = real / LOCK_FILE
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as e:
-            why = "a symlink" if e.errno == errno.ELOOP else e.strerror
-            raise ApiKeyError(f"{lock}: cannot open the keys lock ({why})") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-                raise ApiKeyError(f"{lock}: not a regular file of this user; remove it")
-            if st.st_mode & 0o077:
-                os.fchmod(fd, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+        """The keys file's path with the exclusive lock held (`private_files.locked`)."""
+        with locked(self.data_dir, LOCK_FILE, "keys", ApiKeyError) as real:
             yield real / KEYS_FILE
-        finally:
-            os.close(fd)
 
     def _write(self, path: Path, keys: list[ApiKey]) -> None:
-        """``path`` replaced atomically (a temporary file beside it, 0600, fsync, rename);
-        call it holding `_locked`."""
+        """``path`` replaced atomically (`private_files.write_atomic`); call it holding
+        `_locked`."""
         body = (json.dumps({"keys": [k.model_dump() for k in keys]}, indent=1) + "\n").encode()
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".api_keys.", dir=path.parent)
-            try:
-                os.fchmod(fd, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(body)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            try:
-                os.fsync(dfd)  # the rename itself survives a crash
-            finally:
-                os.close(dfd)
-        except OSError as e:
-            raise ApiKeyError(f"{path}: cannot write the keys file ({e})") from None
+        write_atomic(path, body, "keys file", ApiKeyError)
         with self._lock:
             self._cache = (body, list(keys))

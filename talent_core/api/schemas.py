@@ -9,6 +9,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from talent_core.models import Turn
+
+HISTORY_MAX = 20  # turns a request may carry (the last `conversation.HISTORY` count)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -36,6 +40,9 @@ class AskRequest(RetrieveRequest):
     decode: Literal["ranked", "free"] | None = None
     stream: bool = False
     view: Literal["cli", "ui"] | None = None
+    # the turns a follow-up may refer to, oldest first: each answer's ``turn`` sent back
+    # (its entities are read again from the KG; only the last few count)
+    history: list[Turn] = Field(default_factory=list, max_length=HISTORY_MAX)
 
 
 class StanceRequestIn(_Strict):

@@ -41,7 +41,7 @@ from talent_core.explore import (
     link_notes,
 )
 from talent_core.llm.data import TrainingExample, write_examples
-from talent_core.models import Answer
+from talent_core.models import Answer, Turn
 from talent_core.questions import read_questions
 from talent_core.retrieval.linking import not_in_kg
 from talent_core.text import check_question, printable_json
@@ -147,6 +147,13 @@ def ask(
         "--local", help="answer in this process even when a `talent serve` is up (by "
         "default a running server answers: TALENT_API_URL, or the one serving this data "
         "dir, with TALENT_API_KEY)")] = False,
+    follow_up: Annotated[bool, typer.Option(
+        "--follow-up", "-f", help="a follow-up of the previous `talent ask` (\"who directed "
+        "them?\"): its referring words read as the previous answers or topic, up to 3 turns "
+        "back; without it a question starts the conversation again")] = False,
+    conversation: Annotated[str, typer.Option(
+        "--conversation", metavar="NAME", help="which conversation --follow-up continues "
+        "(kept in the data dir; default: 'default')")] = "default",
     verbose: Verbose = False,
     *,
     retrieval: dict[str, Any],
@@ -154,6 +161,9 @@ def ask(
     """Answer a question with the full pipeline and show its evidence (through a running
     `talent serve` when there is one: no models loaded here); or, with --stance ARG1 ARG2
     [--graph TEXT], say whether two arguments support or counter each other."""
+    from talent_core.commands.conversations import read_turns, save_turn
+    from talent_core.errors import TalentError
+
     setup_logging(verbose)
     if no_retriever and retriever is not None:
         raise fail("--no-retriever and --retriever exclude each other")
@@ -169,7 +179,15 @@ def ask(
     if graph is not None:
         raise fail("--graph needs --stance ARG1 ARG2")
     # before the store opens and the models load: an empty question is said at once
-    check_question(question, get_settings().max_question_chars)
+    settings = get_settings()
+    check_question(question, settings.max_question_chars)
+    try:
+        history = read_turns(settings.data_dir, conversation) if follow_up else []
+    except TalentError as e:
+        raise fail_with(e) from None
+    if follow_up and not history:
+        log.warning("no previous question in conversation %r: answering without one",
+                    conversation)
     config = retrieval_config(retrieval)
     mode = "no-retriever" if no_retriever else "full"
     # the server's one pipeline has its own models: a model choice here needs this process
@@ -179,7 +197,7 @@ def ask(
         ("--frozen-retriever", frozen_retriever), ("--planner", planner), ("--format", fmt))
         if given]
     got = None if local else _ask_server(question, topic or None, mode, decode, retrieval,
-                                         model_options)
+                                         model_options, history)
     if got is not None:
         ans, out = got
     else:
@@ -189,15 +207,22 @@ def ask(
         empty_store_notice(pipe)
         frozen_notice(pipe.frozen_in(mode))
         try:
-            ans = pipe.ask(question, topic or None, mode=mode)
+            ans = pipe.ask(question, topic or None, mode=mode, history=history)
             evidence = answer_evidence(ans, pipe.store)
             fill_closest(pipe.store, pipe.embedder, ans)
         finally:
             pipe.close()
         out = answer_json(ans, evidence)
+    try:
+        save_turn(settings.data_dir, conversation, Turn.model_validate(out["turn"]),
+                  follow_up)
+    except TalentError as e:
+        log.warning("%s: the next --follow-up will not see this answer", e)
     if json:
         typer.echo(printable_json(out))
         return
+    if ans.candidate.reading is not None:
+        echo(ans.candidate.reading.text)
     for note in link_notes(ans):
         echo(note)
     if ans.not_in_kg:
@@ -279,8 +304,8 @@ def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, js
 
 
 def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str | None,
-                retrieval: dict[str, Any], model_options: list[str]
-                ) -> tuple[Answer, dict] | None:
+                retrieval: dict[str, Any], model_options: list[str],
+                history: list[Turn]) -> tuple[Answer, dict] | None:
     """The answer of a running `talent serve` (the Answer and the `--json` document), or
     None when there is none to use (said in one log line when one is up but cannot be used:
     no key, a model option given, unreachable). A server named by TALENT_API_URL that fails
@@ -288,7 +313,7 @@ def _ask_server(question: str, topics: list[str] | None, mode: str, decode: str 
     def call(client: Any) -> Any:
         empty_store_notice(client)
         return client.ask(question, topics, mode=mode, decode=check_decode(decode), view="cli",
-                          **retrieval)
+                          history=history, **retrieval)
 
     got = _on_server(call, model_options)
     if got is None:

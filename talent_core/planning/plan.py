@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from talent_core.conversation import without_words
 from talent_core.explore import planned_hops
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, PlannedPath, path_text
 from talent_core.planning.beam import BeamSettings, complete, grow
@@ -73,6 +74,10 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
     groups: dict[str, list[str]] = {}
     for a in candidate.anchors:
         groups.setdefault(names.get(a, a).casefold(), []).append(a)
+    question = candidate.question
+    if candidate.reading is not None:  # a follow-up's referents plan as one set
+        groups = {candidate.reading.words: list(candidate.anchors)}
+        question = without_words(question, candidate.reading.words)
     if len(groups) > 1:
         parts = mention_texts(candidate.question, [names.get(g[0], g[0])
                                                    for g in groups.values()])
@@ -80,7 +85,7 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         joint = joint_plan(store, list(groups.values()), names, scorers, planner)
         if joint is not None:
             return joint
-    text = plan_text(candidate.question, [names.get(a, "") for a in candidate.anchors])
+    text = plan_text(question, [names.get(a, "") for a in candidate.anchors])
     score, quick = _scorers(matcher, matcher.encode_question(text))
     grown = grow(store, candidate.anchors, score, planner.beam, quick)
     order, p = _softmax(grown.scores)
@@ -96,6 +101,17 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
             plan.runner_up = PlannedPath(rels=list(order[1]), prob=round(float(p[1]), 4),
                                          ends=len(grown.ends[order[1]]))
     return plan
+
+
+def reading_score(planner: MatcherPlanner, store: GraphReader, question: str, word: str,
+                  anchors: list[str]) -> float:
+    """How well ``question`` plans from ``anchors`` read for its referring ``word``: the
+    matcher's best score over the paths the beam grows from them (-inf: none); what
+    `conversation.read_follow_up` compares between the previous answers and topic."""
+    score, quick = _scorers(planner.matcher,
+                            planner.matcher.encode_question(without_words(question, word)))
+    grown = grow(store, anchors, score, planner.beam, quick)
+    return max(grown.scores.values(), default=-math.inf)
 
 
 def mention_texts(question: str, mentions: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 
 from talent_core.embedding import Embedder
-from talent_core.models import Candidate
+from talent_core.models import Candidate, Entity
 from talent_core.retrieval import registry
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
 from talent_core.retrieval.neighbourhood import ms_since
@@ -47,6 +47,7 @@ def retrieve(
     topic_entities: Sequence[str] | None = None,
     *,
     encoding: QuestionEncoding | None = None,
+    referents: Sequence[Entity] = (),
     **overrides,
 ) -> Candidate:
     """Build the candidate subgraph S for `question`.
@@ -56,13 +57,15 @@ def retrieve(
     beam, hops, edge_cost, prizes, fanout, ...);
     `topic_entities`: names given with the question (MetaQA brackets, RoG q_entity).
     `encoding`: a precomputed `encode_question(embedder, question, relation_text)` (benches
-    reuse one across configurations; see `question_encoding`). Returns a `Candidate` with
+    reuse one across configurations; see `question_encoding`). `referents`: a follow-up's
+    anchors, known by id (`conversation`). Returns a `Candidate` with
     timings_ms {seeds, embed, the retriever's stages (pcst: neighbourhood, pcst), total}.
     """
     cfg = apply_overrides(config or RetrievalConfig(), **overrides)
     t_all = time.perf_counter()
     timings: dict[str, float] = {}
-    seeds, enc = find_seeds(question, store, embedder, cfg, topic_entities, encoding, timings)
+    seeds, enc = find_seeds(question, store, embedder, cfg, topic_entities, encoding, timings,
+                           referents)
     anchors = seeds.anchors()
 
     ctx = RetrievalContext(question, store, embedder, enc, seeds, cfg, timings)
@@ -90,6 +93,7 @@ def find_seeds(
     topic_entities: Sequence[str] | None = None,
     encoding: QuestionEncoding | None = None,
     timings: dict[str, float] | None = None,
+    referents: Sequence[Entity] = (),
 ) -> tuple[SeedSet, QuestionEncoding]:
     """Stage 1: topic/name/fulltext seeds, the question's encoding, vector seeds; the
     anchors (`SeedSet.anchors`) are where expansion starts. ``timings`` gets `seeds` and
@@ -106,6 +110,7 @@ def find_seeds(
         stopwords=cfg.stopwords,
         fuzzy_link=cfg.fuzzy_link,
         link_threshold=cfg.link_threshold,
+        referents=referents,
     )
     timings["seeds"] = ms_since(t)
 

@@ -229,15 +229,20 @@ def text_seeds(
     stopwords: Collection[str] = (),
     fuzzy_link: bool = False,
     link_threshold: float = 0.75,
+    referents: Sequence[Entity] = (),
 ) -> SeedSet:
     """Topic, name, fuzzy and (fallback) fulltext seeds: everything that needs no embedding.
     `stopwords`: a dataset's words, besides the generic STOPWORDS, that one-word spans
     never match. `fuzzy_link`: link the mentions (`linking`): a topic without an exact
     name or id, or (without topics) a question without an exact multi-word span, reads
-    names with small typos (source "fuzzy"); `seeds.links` records every mention."""
+    names with small typos (source "fuzzy"); `seeds.links` records every mention.
+    `referents`: the entities a follow-up's referring words read as (`conversation`):
+    topics known by id, linked as such."""
     seeds = SeedSet()
     names = [t for t in topic_entities or [] if t and t.strip()]
-    topic = resolve_topic(store, names)
+    topic = resolve_topic(store, names) + list(referents)
+    seeds.links += [Link(mention=e.name, id=e.id, name=e.name, score=1.0, how="id",
+                         topic=True) for e in referents]
     for e in topic:
         seeds.add(e, "topic", 1.0)
     fuzzy_ids: list[str] = []
@@ -253,7 +258,7 @@ def text_seeds(
     spans = _entities_of(exact)
     for e, _ in spans:
         seeds.add(e, "name", 1.0)
-    if fuzzy_link and not names:
+    if fuzzy_link and not names and not referents:
         fuzzy_ids = _link_spans(seeds, question, store, words, exact, link_threshold)
     if topic or fuzzy_ids and names:
         seeds.anchor([e.id for e in topic] + fuzzy_ids)

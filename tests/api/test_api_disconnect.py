@@ -30,7 +30,7 @@ class BlockingPipeline:
     def retrieval_config(self, **overrides):
         return overrides
 
-    def retrieve_planned(self, question, topics=None, **overrides):
+    def retrieve_planned(self, question, topics=None, history=(), **overrides):
         from talent_core.models import Candidate
 
         return Candidate(question=question), None

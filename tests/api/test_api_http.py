@@ -11,8 +11,8 @@ from api_helpers import STAGES, api_settings, auth, sse_events
 ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
                  "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
                  "generator", "plan", "planner", "plan_confidence", "plan_runner_up",
-                 "plan_notice", "plan_joint", "answer_path", "links", "not_in_kg", "evidence",
-                 "timings_ms"}
+                 "plan_notice", "plan_joint", "answer_path", "links", "reading", "turn",
+                 "not_in_kg", "evidence", "timings_ms"}
 Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
 
 
@@ -404,3 +404,43 @@ def test_load_options_over_http(client, api_keys):
     r = client.post("/v1/loads", headers=w, files={"file": ("opts.csv", rows.encode())},
                     data={"format": "triples", "limit": "0"})
     assert error_of(r, 422)["field"] == "limit"
+
+
+def test_a_follow_up_over_the_api_sends_back_the_turn(client, api_keys):
+    """/v1/ask's ``turn`` sent back in ``history`` anchors a follow-up; what a history names
+    is read again from the KG (an unknown id dropped, the KG's name shown)."""
+    h = auth(api_keys["read"])
+    first = client.post("/v1/ask", headers=h, json={
+        "question": "which films did [Keanu Reeves] star in", "mode": "retrieval"}).json()
+    r = client.post("/v1/ask", headers=h, json={
+        "question": "where was he born", "mode": "retrieval", "history": [first["turn"]]})
+    assert r.status_code == 200, r.text
+    reading = r.json()["reading"]
+    assert reading["source"] == "topic" and reading["entities"][0]["id"] == "Keanu Reeves"
+    made_up = {"question": "q", "answers": [{"id": "The Matrix", "name": "<i>x</i>"},
+                                            {"id": "John Wick", "name": "y"},
+                                            {"id": "nothing such", "name": "z"}]}
+    out = client.post("/v1/ask", headers=h, json={
+        "question": "who directed them", "mode": "retrieval", "history": [made_up]}).json()
+    assert out["reading"]["entities"] == [{"id": "The Matrix", "name": "The Matrix"},
+                                          {"id": "John Wick", "name": "John Wick"}]
+    assert {n["id"] for n in out["candidate"] if n["seed"]} >= {"The Matrix", "John Wick"}
+    plain = client.post("/v1/ask", headers=h, json={
+        "question": "who directed them", "mode": "retrieval"}).json()
+    assert plain["reading"] is None
+    err = error_of(client.post("/v1/ask", headers=h, json={
+        "question": "who directed them", "history": [{"question": "q"}] * 21}), 422)
+    assert err["field"].startswith("history")
+
+
+def test_chat_reads_a_follow_up_from_the_messages(client, api_keys):
+    r = client.post("/v1/chat/completions", headers=auth(api_keys["read"]), json={
+        "model": "talent", "messages": [
+            {"role": "user", "content": "which films did [Keanu Reeves] star in"},
+            {"role": "assistant", "content": "The Matrix | John Wick\n(note: x)"},
+            {"role": "user", "content": "who directed them?"}]})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert {e["id"] for e in out["talent"]["reading"]["entities"]} == {"The Matrix",
+                                                                      "John Wick"}
+    assert "(reading 'them' as the 2 answers above)" in out["choices"][0]["message"]["content"]

@@ -34,7 +34,7 @@ class RecordingPipeline:
         self.seen["retrieve"] = _where()
         raise RetrievalSettingsError([("stage", "recorded")])
 
-    def retrieve_planned(self, question, topics=None, **overrides):
+    def retrieve_planned(self, question, topics=None, history=(), **overrides):
         from talent_core.models import Candidate
 
         self.seen["retrieve_planned"] = _where()

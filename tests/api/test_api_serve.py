@@ -150,6 +150,21 @@ def test_openai_sdk_streams_a_chat_completion(server, api_keys):
         model="talent", messages=[{"role": "user", "content": "who directed [Gravity]"}])
     assert done.choices[0].message.content == text
     assert done.model_extra["talent"]["question"] == "who directed Gravity"  # [topic] read
+    # a follow-up: the client sends the history back, as chat clients do
+    first = "which films did [Keanu Reeves] star in"
+    reply = client.chat.completions.create(
+        model="talent", messages=[{"role": "user", "content": first}])
+    said = reply.choices[0].message.content
+    follow = client.chat.completions.create(model="talent", stream=True, messages=[
+        {"role": "user", "content": first}, {"role": "assistant", "content": said},
+        {"role": "user", "content": "who starred in them?"}])
+    chunks = list(follow)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    reading = chunks[-1].model_extra["talent"]["reading"]
+    assert reading is not None and f"({reading['text']})" in text
+    # ranked answers are KG nodes: the reply's names read back as the previous answers
+    expect = "topic" if said.startswith(("(no answer)", "Not in the KG")) else "answers"
+    assert reading["source"] == expect, (said, reading)
     bad = openai.OpenAI(base_url=server + "/v1", api_key="tk_nope", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         bad.chat.completions.create(model="talent",

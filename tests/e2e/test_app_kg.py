@@ -52,6 +52,24 @@ def test_roles_colour_every_kind_of_node_and_keep_html_out_of_the_component():
     assert groups[("m.0x", "tom")] == "S"
 
 
+def test_only_what_the_mentions_linked_to_is_drawn_as_a_seed():
+    """A tag sharing the linked name ("tom hanks" beside Tom Hanks) or a vector look-alike
+    is a seed of retrieval, not the question's entity: drawn as S (issue 46)."""
+    from talent_core.models import Link
+    from talent_core.ui.kg import roles
+
+    ans = sample_answer()
+    nodes = [*ans.candidate.nodes, CandidateNode(id="tom-tag", name="tom", seed=True),
+             CandidateNode(id="look", name="Tim", seed=True)]
+    ans.candidate = ans.candidate.model_copy(update={
+        "nodes": nodes, "anchors": ["tom", "tom-tag"],
+        "links": [Link(mention="Tom", id="tom", name="Tom", score=1.0, how="exact",
+                       shared=["tom-tag"])]})
+    role = roles(ans)
+    assert role["tom"] == "seed" and role["tom-tag"] == "candidate"
+    assert role["look"] == "candidate"
+
+
 # --- the graph component gets opaque ids and look-alike text only (issue 26, item 1) ------
 XSS = """<img src=x onerror="window.top.document.title='XSSID';alert(1)">"""
 ENT = "&lt;img src=x onerror=alert(2)&gt;"  # would show as `<img ...>` through innerHTML

@@ -47,3 +47,19 @@ def test_explore_lists_the_typoed_name_first(use_toy):
     assert pick.value == 0
     assert pick.options[0].startswith("Keanu Reeves") and "fuzzy" in pick.options[0], \
         pick.options[:3]
+
+
+def test_explore_says_not_in_the_kg_and_opens_nothing_by_itself(use_toy):
+    """A name no entity has and none is close enough to read as: "not in the KG" as Ask
+    says it, the closest names offered to pick, no neighbourhood opened unasked."""
+    at = explore("Matrix Reloaded")
+    _ok(at)
+    warn = [w.value for w in at.warning if "not in the KG" in w.value]
+    assert warn and "Matrix Reloaded" in warn[0], [w.value for w in at.warning]
+    pick = at.selectbox(key="explore_pick")
+    assert pick.value is None and any(o.startswith("The Matrix") for o in pick.options)
+    assert not at.dataframe  # nothing opened
+    pick.set_value(0)
+    at.run()
+    _ok(at)
+    assert at.dataframe, "a picked name opens"

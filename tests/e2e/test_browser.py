@@ -644,3 +644,31 @@ def _xss_page(d, url: str) -> None:
     _no_script(d, "after a double-click on a missing name")
     _on_node(d, ANSWER)
     _shot(d, "xss-5-answer-graph", graph=True)
+
+
+# --- follow-up questions (issue 46) --------------------------------------------------------
+def test_follow_up_in_the_browser(server, driver):
+    url, log = server
+    _steps(_follow_up_walk, url, driver, "follow-up")
+    _log_clean(log)
+
+
+def _follow_up_walk(url: str, d) -> None:
+    """A question, a follow-up that reads "he" as its topic, then Start over: the same
+    follow-up then stands on its own."""
+    _open(d, url + "/")
+    _choose(d, "mode", "retrieval")
+    _type(d, "question", "which films did [Keanu Reeves] star in")
+    _click(d, "ask")
+    _wait(d, lambda d: "Follow-ups" in _text(d), 120, "no conversation bar")
+    _type(d, "question", "where was he born")
+    _click(d, "ask")
+    _wait(d, lambda d: "Reading 'he' as Keanu Reeves" in _text(d), 120, "no reading")
+    _shot(d, "9-ask-follow-up")
+    _click(d, "start_over")
+    _wait(d, lambda d: "Follow-ups" not in _text(d), 60, "the conversation stayed")
+    _type(d, "question", "where was he born")
+    _click(d, "ask")
+    time.sleep(1)
+    assert "Reading 'he'" not in _text(d)
+    _shot(d, "10-ask-after-start-over")

@@ -238,3 +238,36 @@ def test_load_bulk_flag(tmp_path, monkeypatch, flag, bulk):
     finally:
         run("server", "stop")
         get_settings.cache_clear()
+
+
+def test_ask_follow_up_reads_the_previous_answers(use_toy, tmp_path):
+    """`talent ask` keeps its turn in the data dir; `talent ask --follow-up` reads "them" as
+    its answers from a new process; a question without --follow-up starts again."""
+    from tiny_llm import tiny_llama
+
+    from talent_core.commands.conversations import read_turns
+    from talent_core.config import get_settings
+
+    model = tiny_llama(tmp_path / "tiny")
+    first = run("ask", "which films did [Keanu Reeves] star in", "--base-model", str(model),
+                "--json")
+    assert first.exit_code == 0, first.output
+    turn = json.loads(first.stdout)["turn"]
+    assert {"id": "Keanu Reeves", "name": "Keanu Reeves"} in turn["topic"]
+    data_dir = get_settings().data_dir
+    assert [t.question for t in read_turns(data_dir, "default")] == [turn["question"]]
+    assert (data_dir / "conversations" / "default.json").stat().st_mode & 0o777 == 0o600
+    r = run("ask", "-f", "who directed them?", "--base-model", str(model), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    reading = out["reading"]
+    assert reading["source"] in ("answers", "topic") and reading["text"].startswith(
+        "reading 'them' as")
+    anchors = {n["id"] for n in out["candidate"] if n["seed"]}
+    assert {e["id"] for e in reading["entities"]} <= anchors
+    assert len(read_turns(data_dir, "default")) == 2
+    plain = run("ask", "who directed them?", "--base-model", str(model))
+    assert plain.exit_code == 0 and "reading 'them'" not in plain.output
+    assert len(read_turns(data_dir, "default")) == 1
+    bad = run("ask", "-f", "who directed them?", "--conversation", "../x")
+    assert bad.exit_code == 2 and "conversation name" in bad.output
