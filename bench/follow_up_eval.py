@@ -22,6 +22,8 @@ import argparse
 import json
 import os
 import platform
+import random
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -71,6 +73,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--direct", action="store_true",
                     help="also ask each 2-hop question in one piece")
+    ap.add_argument("--fresh", type=int, default=None, metavar="N",
+                    help="instead of the file's 2-hop questions: N 2-hop dev questions drawn "
+                    "(seed 46) from the lines no file of the file's split folder holds "
+                    "(bench/metaqa_split.py's parts): questions nothing was tuned on")
     ap.add_argument("-o", "--out", type=Path, required=True)
     a = ap.parse_args()
     types = {}
@@ -86,9 +92,23 @@ def main() -> None:
     load_start = os.getloadavg()
     pipe = Pipeline()
     rows = []
-    recs = [r for r in read_questions(a.questions, "metaqa") if r.question.strip() in types]
-    for rec in recs[: a.limit]:
-        qtype = types[rec.question.strip()]
+    questions, fresh_lines = a.questions, None
+    if a.fresh:
+        taken = {ln.split("\t")[0].strip() for f in a.questions.parent.glob("*.txt")
+                 for ln in f.read_text(encoding="utf-8").splitlines()}
+        dev = (a.metaqa / "2-hop" / "qa_dev.txt").read_text(encoding="utf-8").splitlines()
+        pool = [i for i, ln in enumerate(dev, 1)
+                if ln.strip() and ln.split("\t")[0].strip() not in taken]
+        fresh_lines = sorted(random.Random(46).sample(pool, a.fresh))
+        # the drawn lines, outside the repository (MetaQA's questions are not copied in)
+        questions = Path(tempfile.mkdtemp()) / "fresh.txt"
+        questions.write_text("\n".join(dev[i - 1] for i in fresh_lines) + "\n",
+                             encoding="utf-8")
+    lines = questions.read_text(encoding="utf-8").splitlines()
+    recs = [(r, types[lines[i].split("\t")[0].strip()])
+            for i, r in enumerate(read_questions(questions, "metaqa"))
+            if lines[i].split("\t")[0].strip() in types]
+    for rec, qtype in recs[: a.limit]:
         one, two = split_type(qtype)
         topic = rec.topic_entities[0]
         src, dst = one.split("_to_")
@@ -117,7 +137,7 @@ def main() -> None:
             "wall_s": [round(t1, 2), round(t2, 2)],
         }
         if a.direct:
-            direct = pipe.ask(rec.question)
+            direct = pipe.ask(rec.question, rec.topic_entities)
             row["hit1_direct"] = bool(direct.answer) and answer_key(direct.answer[0]) in gold
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("qtype", "hit1", "f1", "reading")}), flush=True)
@@ -133,6 +153,7 @@ def main() -> None:
     walls = sorted(r["wall_s"][1] for r in rows)
     out = {
         "questions": str(a.questions), "n": n,
+        "fresh_qa_dev_lines": fresh_lines,  # 2-hop/qa_dev.txt line numbers (--fresh)
         "turn1_hit1": mean("hit1_turn1"), "follow_up_hit1": mean("hit1"),
         "follow_up_f1": mean("f1"), "read_answers": mean("read_answers"),
         "topic_in_answers": mean("topic_in_answers"), "direct_hit1": mean("hit1_direct"),

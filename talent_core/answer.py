@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from talent_core.explore import is_cvt
+from talent_core.explore import is_cvt, plan_json, selection_json
 from talent_core.llm.context import GraphView
 from talent_core.llm.parsing import clean_name
 from talent_core.llm.ranking import Scored
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Mode = Literal["full", "no-retriever", "retrieval"]
+StageHook = Callable[[str, dict[str, Any]], None]  # (stage name, its data) as a stage ends
 KgNames = dict[str, tuple[str, str]]  # the prompt's lowercase name -> (KG name, KG id)
 
 
@@ -120,13 +122,16 @@ def answer(
     t0: float | None = None,
     answer_set_rule: AnswerSetRule = "path",
     made: Plan | None = None,
+    on_stage: StageHook | None = None,
 ) -> Answer:
     """The language-model stages on S: the retriever's selection (mode "full"), the
     generator's context and its answers; ranked answers are KG nodes only, re-weighted by
     the plan of ``planner`` (None: no plan). ``t0``: when the question
     arrived (``total`` counts from there); ``answer_set_rule``: `Settings.answer_set`;
     ``made``: the plan retrieval already made for S with this ``planner``
-    (`Pipeline.retrieve_planned`), used instead of planning again."""
+    (`Pipeline.retrieve_planned`), used instead of planning again; ``on_stage(name, data)``:
+    called as each stage ends ("selection", "plan": `explore.selection_json` /
+    `plan_json`), so that a stream can send it then."""
     t0 = time.perf_counter() if t0 is None else t0
     question = candidate.question  # brackets removed
     timings = retrieval_timings(candidate)
@@ -141,6 +146,8 @@ def answer(
                                      lookup=lambda names: ground_names(store, names),
                                      decode=decode)
         timings["retriever"] = (time.perf_counter() - t) * 1000
+    if on_stage is not None:
+        on_stage("selection", selection_json(selection))
     t = time.perf_counter()
     context = generator.context(question, candidate, selection)
     kg = kg_names(context, selection)
@@ -159,6 +166,9 @@ def answer(
             if plan.paths:
                 join_planned(store, planner, kg, plan.prior)
             timings["planner"] = (time.perf_counter() - t_plan) * 1000
+            if on_stage is not None and plan.paths:
+                on_stage("plan", plan_json(plan.paths, plan.kind, plan.confidence,
+                                           plan.runner_up, plan.joint))
         # a Freebase CVT node (`m.0abc`) is never an answer
         names = None if generator.task == "label" else [
             n for n, (kg_name, _) in kg.items() if not is_cvt(kg_name)]

@@ -75,11 +75,15 @@ def readings(word: str, plural: bool, history: Sequence[Turn], limit: int = FOLL
 
 
 def _agreeing(word: str, plural: bool, options: list[Reading]) -> list[Reading]:
-    """The readings that agree with ``word`` in number, then in person: "he" / "she" read
-    as people (the answers of a who-question) and "it" as anything else, where any such
-    reading exists."""
-    options = [r for r in options if r.plural == plural] or options
+    """The readings that agree with ``word`` in number, then in person: "he" / "she" (and a
+    "they" with no plural to refer to: singular they) read as people (the answers of a
+    who-question) and "it" as anything else, where any such reading exists."""
+    agree = [r for r in options if r.plural == plural]
     w = word.lower()
+    if plural and not agree:  # "they" for one: singular they, said of a person
+        options = [r for r in options if r.people] or options
+    else:
+        options = agree or options
     if w in PERSONAL:
         options = [r for r in options if r.people] or options
     elif w in IMPERSONAL:

@@ -29,9 +29,12 @@ from talent_core.models import (
     Answer,
     Candidate,
     Entity,
+    PlannedPath,
     Reading,
+    Selection,
     Subgraph,
     Turn,
+    plan_notice,
 )
 from talent_core.retrieval.linking import search
 from talent_core.store.base import ExpansionCaps, GraphReader
@@ -495,6 +498,25 @@ def candidate_json(candidate: Candidate) -> dict[str, Any]:
     }
 
 
+def selection_json(sel: Selection | None) -> dict[str, Any]:
+    """The LLM retriever's selection as the answer document holds it (and the SSE
+    ``selection`` event sends it as soon as the retriever is done)."""
+    return {"selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
+            "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
+            "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else []}
+
+
+def plan_json(paths: Sequence[PlannedPath], planner: str | None, confidence: float | None,
+              runner_up: PlannedPath | None, joint: Sequence[str]) -> dict[str, Any]:
+    """The relation-path plan as the answer document holds it (and the SSE ``plan`` event
+    sends it as soon as the plan is made)."""
+    return {"plan": [p.model_dump() for p in paths], "planner": planner,
+            "plan_confidence": confidence,
+            "plan_runner_up": runner_up.model_dump() if runner_up else None,
+            "plan_notice": plan_notice(paths, confidence, runner_up),
+            "plan_joint": list(joint)}
+
+
 def reading_json(reading: Reading | None) -> dict[str, Any] | None:
     """A follow-up's reading with the line the UI and CLI show for it."""
     return None if reading is None else {**reading.model_dump(), "text": reading.text}
@@ -512,21 +534,15 @@ def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict
         "method": ans.candidate.method,
         "candidate": [{"id": n.id, "name": n.name, "prize": n.prize, "seed": n.seed}
                       for n in ans.candidate.nodes],
-        "selected": [{"id": n.id, "name": n.name} for n in sel.selected] if sel else [],
-        "out_of_candidate": [o.model_dump() for o in sel.out_of_candidate] if sel else [],
+        **selection_json(sel),
         "edges": [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}
                   for e in ans.edges],
         "decode": ans.decode,
         "ranked": [r.model_dump() for r in ans.ranked],
-        "retriever_ranked": [r.model_dump() for r in sel.ranked] if sel else [],
         "frozen": ans.frozen,
         "generator": ans.generator,
-        "plan": [p.model_dump() for p in ans.plan],
-        "planner": ans.planner,
-        "plan_confidence": ans.plan_confidence,
-        "plan_runner_up": ans.plan_runner_up.model_dump() if ans.plan_runner_up else None,
-        "plan_notice": ans.plan_notice,
-        "plan_joint": ans.plan_joint,
+        **plan_json(ans.plan, ans.planner, ans.plan_confidence, ans.plan_runner_up,
+                    ans.plan_joint),
         "answer_path": ans.answer_path,
         "links": [lk.model_dump() for lk in ans.candidate.links],
         "reading": reading_json(ans.candidate.reading),

@@ -328,23 +328,33 @@ class Answer(BaseModel):
 
     @property
     def plan_unsure(self) -> bool:
-        """The plan is unsure: its top path's probability is under `UNSURE_BELOW`, or the
-        runner-up has more than `CLOSE_RATIO` of it."""
-        c, r = self.plan_confidence, self.plan_runner_up
-        if c is None or not self.plan:
-            return False
-        return c < UNSURE_BELOW or (r is not None and r.prob > CLOSE_RATIO * c)
+        """The plan is unsure (`plan_unsure`)."""
+        return plan_unsure(self.plan, self.plan_confidence, self.plan_runner_up)
 
     @property
     def plan_notice(self) -> str | None:
-        """One line for an unsure plan: the reading it answered and the runner-up's."""
-        if not self.plan_unsure:
-            return None
-        top = self.plan[0]
-        line = (f"unsure which relation path the question asks for: answered as "
-                f"'{top.text}' (p {self.plan_confidence:.2f})")
-        if self.plan_runner_up is not None:
-            line += (f"; the next reading: '{self.plan_runner_up.text}' "
-                     f"(p {self.plan_runner_up.prob:.2f}, {self.plan_runner_up.ends} "
-                     f"end(s) in the KG)")
-        return line
+        """One line for an unsure plan (`plan_notice`)."""
+        return plan_notice(self.plan, self.plan_confidence, self.plan_runner_up)
+
+
+def plan_unsure(plan: Sequence[PlannedPath], confidence: float | None,
+                runner_up: PlannedPath | None) -> bool:
+    """A plan is unsure: its top path's probability is under `UNSURE_BELOW`, or the
+    runner-up has more than `CLOSE_RATIO` of it."""
+    if confidence is None or not plan:
+        return False
+    return confidence < UNSURE_BELOW or (runner_up is not None
+                                         and runner_up.prob > CLOSE_RATIO * confidence)
+
+
+def plan_notice(plan: Sequence[PlannedPath], confidence: float | None,
+                runner_up: PlannedPath | None) -> str | None:
+    """One line for an unsure plan: the reading it answered and the runner-up's."""
+    if not plan_unsure(plan, confidence, runner_up):
+        return None
+    line = (f"unsure which relation path the question asks for: answered as "
+            f"'{plan[0].text}' (p {confidence:.2f})")
+    if runner_up is not None:
+        line += (f"; the next reading: '{runner_up.text}' (p {runner_up.prob:.2f}, "
+                 f"{runner_up.ends} end(s) in the KG)")
+    return line

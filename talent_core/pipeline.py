@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from talent_core.answer import Mode
+from talent_core.answer import Mode, StageHook
 from talent_core.answer import answer as answer_stage
 from talent_core.config import Settings, get_settings
 from talent_core.conversation import known_turns, read_follow_up, referring_words
@@ -277,13 +277,15 @@ class Pipeline:
         retriever: RetrieverModel | None = None,
         t0: float | None = None,
         plan: Plan | None = None,
+        on_stage: StageHook | None = None,
     ) -> Answer:
         """The language-model stages on a given S (``candidate``): what `ask` runs after
         retrieval, reused by reports that share one S between methods (`answer.answer`).
         ``retriever``: a `RetrieverModel` on this pipeline's base model to use instead of its
         own (the frozen-retriever ablation, another adapter); ``t0``: when the question
         arrived (``total`` counts from there; default: now); ``plan``: the plan
-        `retrieve_planned` made for ``candidate`` (else planned here). A mention the linking left
+        `retrieve_planned` made for ``candidate`` (else planned here); ``on_stage``: called
+        as each language-model stage ends (`answer.answer`). A mention the linking left
         unlinked (`linking.not_in_kg`) skips the language models: the answer is empty and
         says which mentions are "not in the KG"."""
         decode = decode or self.decode
@@ -297,7 +299,8 @@ class Pipeline:
         ranked = decode == "ranked" and generator.task != "label"
         return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
                             self.store, planner=self.planner if ranked else None, t0=t0,
-                            answer_set_rule=self.settings.answer_set, made=plan)
+                            answer_set_rule=self.settings.answer_set, made=plan,
+                            on_stage=on_stage)
 
     def load(self, path: Path | str, fmt: str, **options) -> LoadReport:
         """Load a KG file into this pipeline's store (`loaders.api.load_path` options)."""

@@ -116,8 +116,10 @@ def ensure_models(pipe: Pipeline) -> None:
 
 def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
     settings = get_settings()
-    with st.sidebar:
-        st.header("Models")
+    # the analyst's page is the question and its answer: the research controls wait, folded
+    with st.sidebar, st.expander("Advanced: models and retrieval", expanded=False):
+        st.caption("The defaults answer; these are for comparing methods and ablations.")
+        st.markdown("**Models**")
         mode = st.radio(
             "Mode", MODES, key="mode", index=MODES.index("full"),
             help="full: LLM retriever + generator, an answer with its evidence (the "
@@ -157,7 +159,7 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
             help="text: the generator reads the evidence as CSV rows (the paper). "
             "graph-prompt: G-Retriever's GNN soft prompt over the evidence graph, in front "
             "of the same rows (needs a trained generator-graph/ adapter).")
-        st.header("Retrieval")
+        st.markdown("**Retrieval**")
         defaults = RetrievalConfig()
         method = st.selectbox(
             "Retriever", list(typing.get_args(Method)), key="method",

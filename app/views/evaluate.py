@@ -16,6 +16,8 @@ from talent_core.errors import TalentError
 from talent_core.ui.common import default_pipeline, run_with_progress, store_caption
 from talent_core.ui.safe import error_line, plain, report_plots, upload_path
 
+# the report the page opens on: the product's answers (QA) beside the S they came from
+UI_METHODS = ["pcst-default", "llm-ranked"]
 REPO = Path(__file__).resolve().parents[2]  # a source checkout: its bench/reports are listed
 BUNDLED = {
     "MetaQA examples for the bundled movie KB (12 questions)": DEMO_DIR / "examples.txt",
@@ -39,11 +41,14 @@ def flat_results(report: dict[str, Any], name: str) -> list[dict[str, Any]]:
         nodes = ret.get("nodes") or ret.get("S") or {}
         qa = g.get("qa") or {}
         lat = (g.get("latency") or {}).get("total") or {}
+        # the answer's accuracy first; then S's, named as such: "hit" alone read like the
+        # answers' (a retrieval method's 1.0 is an S that holds an answer, nothing answered)
         rows.append({"report": name, "method": g.get("method"), "mode": g.get("mode"),
                      "point": g.get("label"), "n": g.get("n"),
-                     "hit": nodes.get("hit"), "recall": nodes.get("recall"),
-                     "f1": nodes.get("f1"), "mean nodes": nodes.get("size"),
                      "QA hit@1": qa.get("hit@1"), "answer F1": qa.get("answer_f1"),
+                     "S holds an answer": nodes.get("hit"),
+                     "S answer recall": nodes.get("recall"), "S F1": nodes.get("f1"),
+                     "mean |S| nodes": nodes.get("size"),
                      "latency mean ms": lat.get("mean_ms")})
     return rows
 
@@ -136,7 +141,7 @@ def run(pipe: Any, files: list[Path], fmt: str, methods: list[str], sweep: str,
 
 
 def page() -> None:
-    from talent_core.evaluation.methods import DEFAULT_METHODS, METHODS
+    from talent_core.evaluation.methods import METHODS
 
     st.title("Evaluate")
     pipe = default_pipeline()
@@ -149,8 +154,11 @@ def page() -> None:
                                    key="eval_upload") if source not in BUNDLED else None)
         c1, c2, c3 = st.columns(3)
         methods = c1.multiselect("Methods", [m for m in METHODS if m != "graph"],
-                                 default=DEFAULT_METHODS["metaqa"], key="eval_methods",
-                                 help="llm-* load the language models (slow on CPU)")
+                                 default=UI_METHODS, key="eval_methods",
+                                 help="llm-ranked: the product's answers (QA hit@1, F1; "
+                                 "loads the language models); the others build S only "
+                                 "(how often S holds an answer). " + ", ".join(
+                                     f"{m}: {METHODS[m].description}" for m in UI_METHODS))
         limit = c2.number_input("questions", 1, 500, 12, key="eval_limit")
         sweep = c3.text_input("sweep (optional)", key="eval_sweep",
                               placeholder="k=3,5,10")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -100,8 +102,9 @@ def ask(req: AskRequest, _: Read, rt: Rt) -> Any:
     return out
 
 def answer_on(rt: Runtime, cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: float,
-            plan: Any = None) -> tuple[Any, Any]:
-    """The answer on S (``plan``: the one `retrieve_planned` made for it)."""
+              plan: Any = None, on_stage: Any = None) -> tuple[Any, Any]:
+    """The answer on S (``plan``: the one `retrieve_planned` made for it; ``on_stage``: the
+    model stages' hook, `Pipeline.answer`)."""
     from talent_core.explore import answer_evidence, fill_closest
 
     pipe = rt.pipe
@@ -111,7 +114,8 @@ def answer_on(rt: Runtime, cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: 
         waited = time.perf_counter()
         with slot:
             held = time.perf_counter()
-            ans = rt.models.answer(cand, req.mode, req.decode, t0=t0, plan=plan)
+            ans = rt.models.answer(cand, req.mode, req.decode, t0=t0, plan=plan,
+                                   on_stage=on_stage)
             done = time.perf_counter()
         # the server's side of the model queue: waiting for a slot, holding it
         ans.timings_ms["model_queue"] = round((held - waited) * 1000, 1)
@@ -162,17 +166,31 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
             # an SSE comment while queued: proxies keep the stream open, and a client
             # that went away is noticed here, before any model work runs for it
             yield ": queued for a model slot\n\n"
-        ans, evidence = answer_on(rt, cand, req, slot, t0, plan)
+        sent: set[str] = set()
+        for name, data in _staged(rt, cand, req, slot, t0, plan):
+            if name == "done":  # the answer and its evidence
+                ans, evidence = data
+                break
+            if not name:
+                yield ": answering\n\n"
+                continue
+            sent.add(name)
+            server_ms[name] = round((time.perf_counter() - t0) * 1000, 1)
+            yield sse(name, data)
         out = answer_json(ans, evidence)
         server_ms["answered"] = round((time.perf_counter() - t0) * 1000, 1)
-        yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
-                                                    "retriever_ranked")})
-        yield sse("plan", {k: out[k] for k in ("plan", "planner", "plan_confidence",
-                                                "plan_runner_up", "plan_notice", "plan_joint",
-                                                "answer_path")})
+        # a stage the mode skipped (no retriever, no plan): sent now, from the answer
+        if "selection" not in sent:
+            yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
+                                                        "retriever_ranked")})
+        if "plan" not in sent:
+            yield sse("plan", {k: out[k] for k in ("plan", "planner", "plan_confidence",
+                                                    "plan_runner_up", "plan_notice",
+                                                    "plan_joint")})
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
-            "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn")})
+            "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn",
+            "answer_path")})
         if req.view is not None:
             yield sse("view", _view(rt, ans, req, question))
         yield sse("done", {"timings_ms": out["timings_ms"], "server_ms": server_ms})
@@ -184,6 +202,44 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
                                       f"({type(e).__name__}); see the server log"}})
     finally:
         slot.release()
+
+def _staged(rt: Runtime, cand: Any, req: AskRequest, slot: Slot | NoSlot, t0: float,
+            plan: Any) -> Iterator[tuple[str, Any]]:
+    """`answer_on` on a thread of its own, its stages as they end: (name, data) for each
+    model stage, ("", None) every `HEARTBEAT_S` without one (the stream sends a comment: a
+    client that went away is noticed), then ("done", (answer, evidence)); its exception is
+    raised here."""
+    events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["out"] = answer_on(rt, cand, req, slot, t0, plan,
+                                   on_stage=lambda name, data: events.put((name, data)))
+        except BaseException as e:
+            box["error"] = e
+        finally:
+            events.put(("done", None))
+
+    thread = threading.Thread(target=work, name="talent-ask-stages", daemon=True)
+    thread.start()
+    try:
+        while True:
+            try:
+                name, data = events.get(timeout=HEARTBEAT_S)
+            except queue.Empty:
+                yield "", None
+                continue
+            if name == "done":
+                thread.join()
+                if "error" in box:
+                    raise box["error"]
+                yield "done", box["out"]
+                return
+            yield name, data
+    finally:  # a client that went away: the slot stays held until the model work ends
+        thread.join()
+
 
 @router.post("/v1/stance")
 def stance(req: StanceRequestIn, _: Read, rt: Rt) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from talent_core.api.auth import ApiError
 from talent_core.errors import TalentError
 
 log = logging.getLogger(__name__)
+STAGE = "stage"  # a child's message that a stage ended: (STAGE, name, data); then (ok, result)
 
 
 def _portable(e: BaseException) -> BaseException:
@@ -39,14 +40,16 @@ def _portable(e: BaseException) -> BaseException:
         return TalentError(str(e)) if isinstance(e, TalentError) else RuntimeError(text)
 
 
-def _run(pipe: Any, msg: tuple[Any, ...]) -> Any:
+def _run(pipe: Any, msg: tuple[Any, ...], on_stage: Callable[[str, Any], None] | None = None
+         ) -> Any:
     """One message's work on a pipeline whose models are loaded: ("answer", args, kwargs)
-    `Pipeline.answer`, ("stance", request) `stance.answer_stance`."""
+    `Pipeline.answer` (``on_stage``: its stage hook), ("stance", request)
+    `stance.answer_stance`."""
     if msg[0] == "stance":
         from talent_core.stance import answer_stance
 
         return answer_stance(pipe, msg[1])
-    return pipe.answer(*msg[1], **msg[2])
+    return pipe.answer(*msg[1], **msg[2], on_stage=on_stage)
 
 
 def _child(conn: Any, settings: Any) -> None:
@@ -73,8 +76,8 @@ def _child(conn: Any, settings: Any) -> None:
                     pipe.embedder.encode(["warm up"])
                     pipe.planner  # noqa: B018  (loads the planner once)
                     out: Any = True
-                else:
-                    out = _run(pipe, msg)
+                else:  # each stage's data goes back as it ends, the answer last
+                    out = _run(pipe, msg, lambda name, data: conn.send((STAGE, name, data)))
                 conn.send((True, out))
             except BaseException as e:  # handed to the waiting request
                 conn.send((False, _portable(e)))
@@ -99,9 +102,11 @@ class ModelWorkers:
             t.start()
 
     # --- the request's side -----------------------------------------------------------------
-    def answer(self, *args: Any, **kwargs: Any) -> Any:
-        """`Pipeline.answer(*args, **kwargs)` on a model worker; its Answer (or exception)."""
-        return self._submit(("answer", args, kwargs))
+    def answer(self, *args: Any, on_stage: Callable[[str, Any], None] | None = None,
+               **kwargs: Any) -> Any:
+        """`Pipeline.answer(*args, **kwargs)` on a model worker; its Answer (or exception).
+        ``on_stage(name, data)`` is called (on the worker thread) as each stage ends."""
+        return self._submit(("answer", args, kwargs), on_stage)
 
     def stance(self, request: Any) -> Any:
         """`stance.answer_stance(pipe, request)` on a model worker; its StanceAnswer."""
@@ -112,9 +117,10 @@ class ModelWorkers:
         for _ in self._threads if self.process else self._threads[:1]:
             self._submit(("warm",))
 
-    def _submit(self, msg: tuple[Any, ...]) -> Any:
+    def _submit(self, msg: tuple[Any, ...], on_stage: Callable[[str, Any], None] | None = None
+                ) -> Any:
         fut: Future[Any] = Future()
-        self._jobs.put((fut, msg))
+        self._jobs.put((fut, msg, on_stage))
         return fut.result()
 
     def close(self) -> None:
@@ -127,7 +133,7 @@ class ModelWorkers:
         conn: Any = None
         try:
             while (job := self._jobs.get()) is not None:
-                fut, msg = job
+                fut, msg, on_stage = job
                 if not fut.set_running_or_notify_cancel():
                     continue
                 try:
@@ -135,9 +141,9 @@ class ModelWorkers:
                         if child is None or not child.is_alive():
                             child, conn = self._spawn()
                             self.children[threading.current_thread().name] = child
-                        result = self._exchange(conn, msg)
+                        result = self._exchange(conn, msg, on_stage)
                     else:
-                        result = self._in_thread(msg)
+                        result = self._in_thread(msg, on_stage)
                     self.models_loaded = True
                     fut.set_result(result)
                 except (EOFError, OSError, BrokenPipeError) as e:
@@ -150,12 +156,13 @@ class ModelWorkers:
         finally:
             self._stop(child, conn)
 
-    def _in_thread(self, msg: tuple[Any, ...]) -> Any:
+    def _in_thread(self, msg: tuple[Any, ...], on_stage: Callable[[str, Any], None] | None
+                   ) -> Any:
         pipe = self._pipe()  # type: ignore[misc]
         if not pipe.models_loaded:
             with self._loading:  # two slots' first asks: the second waits for the one load
                 pipe.load_models()
-        return None if msg[0] == "warm" else _run(pipe, msg)
+        return None if msg[0] == "warm" else _run(pipe, msg, on_stage)
 
     def _spawn(self) -> tuple[Any, Any]:
         ctx = mp.get_context("spawn")  # no fork of a threaded server
@@ -168,9 +175,16 @@ class ModelWorkers:
         return child, conn
 
     @staticmethod
-    def _exchange(conn: Any, msg: tuple[Any, ...]) -> Any:
+    def _exchange(conn: Any, msg: tuple[Any, ...],
+                  on_stage: Callable[[str, Any], None] | None) -> Any:
         conn.send(msg)
-        ok, result = conn.recv()
+        while (got := conn.recv())[0] == STAGE:  # a stage ended in the child
+            if on_stage is not None:
+                try:  # the exchange must read on to the answer whatever the hook does
+                    on_stage(got[1], got[2])
+                except Exception:
+                    log.exception("a stage hook failed")
+        ok, result = got
         if not ok:
             raise result
         return result

@@ -32,10 +32,27 @@ def echo(text: str) -> None:
     typer.echo(printable(text, keep_newlines=True))
 
 
+class TqdmHandler(logging.StreamHandler):
+    """Log lines on stderr written through tqdm, so that a progress bar on the terminal
+    stays one intact line under them."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+
+            tqdm.write(self.format(record), file=sys.stderr)
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging must never raise
+            self.handleError(record)
+
+
 def setup_logging(verbose: bool) -> None:
-    """Log lines on stderr: INFO with -v, else warnings only."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    """Log lines on stderr (through tqdm: a bar stays intact): INFO with -v, else warnings
+    only."""
+    handler = TqdmHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        handlers=[handler])

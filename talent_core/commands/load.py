@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Annotated, Any, get_args
 
 import typer
-from tqdm import tqdm
 
+from talent_core.commands.console import TqdmHandler
 from talent_core.config import get_settings
 from talent_core.loaders import FORMATS
 from talent_core.loaders.base import LoadReport
@@ -50,15 +50,7 @@ def _setup_logging() -> None:
             log.setLevel(logging.INFO)
         return
 
-    class _TqdmHandler(logging.StreamHandler):
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                tqdm.write(self.format(record), file=sys.stderr)
-                sys.stderr.flush()
-            except Exception:  # noqa: BLE001 - logging must never raise
-                self.handleError(record)
-
-    h = _TqdmHandler()
+    h = TqdmHandler()
     h.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
     log.addHandler(h)
     log.setLevel(logging.INFO)

@@ -53,7 +53,8 @@ def demo(
     try:
         if store.stats().triples == 0:
             typer.echo(f"loading the bundled MetaQA KB ({DEMO_KG.name}, 133,582 triples; "
-                       "embedding 43k names takes about 2 minutes on 2 cores) ...")
+                       "embedding its 43k names: about 50 s on 2 quiet cores, several "
+                       "minutes on a busy machine) ...")
             report = load_path(str(DEMO_KG), "metaqa", store=store, progress=True)
             typer.echo(f"loaded: {report.loaded:,} triples in {report.seconds:.0f} s")
         typer.echo(_json.dumps(store.stats().model_dump()))

@@ -38,7 +38,7 @@ class BlockingPipeline:
     def load_models(self):
         return None
 
-    def answer(self, candidate, mode, decode, t0=None, plan=None):
+    def answer(self, candidate, mode, decode, t0=None, plan=None, on_stage=None):
         self.answers += 1
         self.entered.set()
         assert self.release.wait(30)
@@ -131,5 +131,51 @@ def test_a_queued_stream_that_goes_away_leaves_the_queue(api_env, api_keys, monk
             first.join(30)
             wait_until(lambda: not rt.llm.admitted and not rt.llm.running)
             assert pipe.answers == 1  # no model work ran for the client that went away
+    finally:
+        pipe.release.set()
+
+
+class StagedPipeline(BlockingPipeline):
+    """The answer stage reports its selection, then waits for ``release`` to answer."""
+
+    def __init__(self):
+        from talent_core.store.memory import MemoryStore
+
+        super().__init__()
+        self.store, self.embedder = MemoryStore(), None
+
+    def answer(self, candidate, mode, decode, t0=None, plan=None, on_stage=None):
+        from talent_core.explore import selection_json
+        from talent_core.models import Answer
+
+        on_stage("selection", selection_json(None))
+        self.entered.set()
+        assert self.release.wait(30)
+        self.answers += 1
+        return Answer(question=candidate.question, candidate=candidate)
+
+
+def test_each_stage_is_sent_when_it_ends(api_env, api_keys):
+    """The selection event arrives while the generator still works (issue 46: the stages
+    ran in the model process and came all at once at the end)."""
+    from talent_core.api.app import create_app
+
+    pipe = StagedPipeline()
+    app = create_app(api_settings(api_env), pipeline_factory=lambda: pipe)
+    try:
+        with served(app) as base, httpx.stream("POST", base + "/v1/ask", json=ASK, timeout=30,
+                                               headers=auth(api_keys["read"])) as r:
+            lines = r.iter_lines()
+            seen: list[str] = []
+            for line in lines:
+                if line.startswith("event:"):
+                    seen.append(line[7:])
+                    if seen[-1] == "selection":
+                        break
+            assert not pipe.release.is_set() and pipe.answers == 0  # still answering
+            pipe.release.set()
+            rest = [ln[7:] for ln in lines if ln.startswith("event:")]
+        assert seen == ["seeds", "candidate", "selection"]
+        assert rest == ["plan", "answer", "done"]
     finally:
         pipe.release.set()

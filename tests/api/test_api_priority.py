@@ -43,7 +43,7 @@ class RecordingPipeline:
     def load_models(self):
         self.seen["load_models"] = _where()
 
-    def answer(self, candidate, mode, decode, t0=None, plan=None):
+    def answer(self, candidate, mode, decode, t0=None, plan=None, on_stage=None):
         self.seen["answer"] = _where()
         raise RetrievalSettingsError([("stage", "recorded")])
 

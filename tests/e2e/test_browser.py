@@ -202,9 +202,21 @@ def _choose(d, key: str, option: str) -> None:
     """Click the radio option ``option`` of the radio with key ``key``."""
     xpath = (f'//div[contains(@class,"st-key-{key}")]//label'
              f'[.//p[normalize-space(.)="{option}"]]')
-    _press(d, _wait(d, lambda d: d.find_elements("xpath", xpath), 90,
-                    f"no option {option} of {key}")[0])
+    el = _wait(d, lambda d: d.find_elements("xpath", xpath), 90,
+               f"no option {option} of {key}")[0]
+    if not el.is_displayed():  # a research control, in the folded "Advanced" section
+        _advanced(d)
+    _press(d, el)
     _idle(d)
+
+
+def _advanced(d) -> None:
+    """Unfold the Ask page's "Advanced" section of the sidebar."""
+    for summary in d.find_elements(
+            "css selector", '[data-testid="stSidebar"] [data-testid="stExpander"] summary'):
+        if "Advanced" in summary.text:
+            _press(d, summary)
+            time.sleep(0.6)
 
 
 def _text(d) -> str:

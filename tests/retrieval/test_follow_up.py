@@ -83,6 +83,14 @@ def test_he_reads_people_and_never_a_value_and_it_avoids_people():
     assert it.entities[0].id == "Inception"
 
 
+def test_a_they_with_no_plural_to_refer_to_reads_a_person():
+    who = Turn(question="who directed The Master", topic=[E("The Master")],
+               answers=[E("Paul Thomas Anderson")])
+    they = read_follow_up("which movies did they direct", [who], lambda ids: (
+        2.0 if ids == ["The Master"] else 1.0))
+    assert they.entities[0].id == "Paul Thomas Anderson"  # singular they: the person
+
+
 def test_only_the_last_turns_count_and_the_reading_says_how_it_read():
     old = Turn(question="q", topic=[E("Old")], answers=[E("A"), E("B")])
     recent = [Turn(question=f"q{i}", topic=[E(f"T{i}")], answers=[E(f"x{i}")])
