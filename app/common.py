@@ -92,13 +92,14 @@ _EDGE_TEXT = {"EVIDENCE": "evidence path", "JOIN": "out-of-candidate joined to S
 
 
 def legend(roles: Iterable[str] | None = None,
-           edges: bool | Iterable[str] = True) -> None:
+           edges: bool | Iterable[str] = True, texts: dict[str, str] | None = None) -> None:
     """The colour legend of the graph (HTML built from constants only, no KG text):
     ``roles`` the node roles to list (None: all), ``edges`` the edge groups (True: all,
     False: none); the callers pass what the drawn graph holds (`roles_present`,
-    `edge_groups_present`)."""
+    `edge_groups_present`); ``texts``: a page's own words for a role (Explore retrieves
+    nothing: its centre is not a "seed")."""
     keep = None if roles is None else set(roles)
-    items = [(c, t) for r, c, t in ROLES if keep is None or r in keep]
+    items = [(c, (texts or {}).get(r, t)) for r, c, t in ROLES if keep is None or r in keep]
     groups = ([g for g, _ in EDGE_GROUPS] if edges is True else [] if edges is False
               else list(edges))
     colour = dict(EDGE_GROUPS)

@@ -31,6 +31,9 @@ def main() -> int:
     ap.add_argument("--url", default="http://127.0.0.1:8501")
     ap.add_argument("--out", type=Path, default=Path("bench/results/ui"))
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--conversation", action="store_true",
+                    help="ask the questions one after another in one session (follow-ups "
+                    "refer to the answers before them); default: a fresh page each")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     opts = webdriver.ChromeOptions()
@@ -43,24 +46,27 @@ def main() -> int:
     results = []
     try:
         for i, q in enumerate(args.questions, start=1):
-            driver.get(args.url)
             wait = WebDriverWait(driver, args.timeout)
-            # sidebar: mode "full" (the radio with key "mode"), then the question and Ask
-            wait.until(ec.element_to_be_clickable(
-                (By.XPATH, '//div[contains(@class,"st-key-mode")]//label'
-                           '[.//p[normalize-space(.)="full"]]'))).click()
-            time.sleep(1)
+            if i == 1 or not args.conversation:
+                driver.get(args.url)  # the default mode, full: the answer with its evidence
             box = wait.until(ec.element_to_be_clickable(
                 (By.CSS_SELECTOR, ".st-key-question input")))
+            box.send_keys(Keys.CONTROL, "a")
             box.send_keys(q, Keys.ENTER)
             time.sleep(1)
             driver.find_element(By.CSS_SELECTOR, ".st-key-ask button").click()
             t0 = time.time()
-            wait.until(lambda d, m=main: ANSWER.search(d.find_element(*m).text))
+
+            def answered(d, m=main, q=q) -> bool:
+                lines = d.find_element(*m).text.splitlines()
+                return q in lines and any(ANSWER.match(x) for x in lines[lines.index(q):])
+
+            wait.until(answered)
             seconds = round(time.time() - t0, 1)
             time.sleep(2)  # let the tabs, tables and the graph render
-            line = next(x for x in driver.find_element(*main).text.splitlines()
-                        if ANSWER.match(x))
+            lines = driver.find_element(*main).text.splitlines()
+            line = next(x for x in lines[lines.index(q):] if ANSWER.match(x))
+            reading = next((x for x in lines if x.startswith("Reading '")), None)
             answer = ANSWER.sub("", line, count=1).strip()
             plan = next((x.removeprefix("Planned relation paths:").strip()
                          for x in driver.find_element(*main).text.splitlines()
@@ -68,6 +74,7 @@ def main() -> int:
             shot = args.out / f"answer-{i}.png"
             driver.save_screenshot(str(shot))
             results.append({"question": q, "answer_shown": answer, "plan_shown": plan,
+                            "reading_shown": reading,
                             "seconds": seconds, "screenshot": str(shot)})
             print(json.dumps(results[-1], ensure_ascii=False))
     finally:

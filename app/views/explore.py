@@ -22,6 +22,10 @@ from talent_core.ui.common import (
 from talent_core.ui.kg import Extra, neighbourhood_elements
 from talent_core.ui.safe import error_line, plain
 
+# Explore's own words for its roles: it shows an entity's neighbourhood, it retrieves nothing
+EXPLORE_LEGEND = {"seed": "the entity you opened", "candidate": "its neighbours",
+                  "expanded": "neighbour added by a double-click"}
+
 
 def page() -> None:
     st.title("Explore the KG")
@@ -105,12 +109,14 @@ def page() -> None:
                         else "")))
     key = f"explore-graph-{entity.id}"
     els = neighbourhood_elements(entity, sub, set(chosen), extra, graph_ids(key))
-    legend(roles_present(els), edges=False)
+    legend(roles_present(els), edges=False, texts=EXPLORE_LEGEND)
+    if state.get("note"):  # the last expansion, said under the graph's caption (a toast
+        st.caption(plain(state["note"]))  # covered the "Ask about this entity" button)
     clicked = graph(els, key=key, height=480)
     if clicked:
         added, more = extra.expand(reader, clicked)
-        st.toast(f"{added} nodes/edges added" + ("; double-click it again for more" if more
-                                                  else ""))
+        state["note"] = (f"{added} nodes/edges added around the node you opened"
+                         + ("; double-click it again for more" if more else ""))
         st.rerun()
     names = {n.id: n.name for n in [*sub.nodes, *extra.nodes.values()]}
     rows = [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}

@@ -23,7 +23,7 @@ from talent_core.api.schemas import AskRequest, ChatMessage, ChatRequest
 from talent_core.conversation import HISTORY
 from talent_core.errors import TalentError
 from talent_core.explore import answer_json, entities_named
-from talent_core.models import Turn
+from talent_core.models import Entity, Turn
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,17 @@ def chat_text(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _named(store: Any, names: list[str]) -> list[Entity]:
+    """The KG's entities a reply's names name: of a name several entities share in other
+    casings ("Big" and the tag "big"), the ones spelt as the reply spells it."""
+    found = entities_named(store, names)
+    out: list[Entity] = []
+    for n in names:
+        same = [e for e in found if e.name.casefold() == n.casefold()]
+        out += [e for e in same if e.name == n] or same
+    return list({e.id: e for e in out}.values())
+
+
 def chat_history(rt: Runtime, messages: list[ChatMessage]) -> list[Turn]:
     """The turns before the last user message, read back from the chat's own text (an
     OpenAI client sends the history, not our answer documents): each earlier question's
@@ -77,7 +88,7 @@ def chat_history(rt: Runtime, messages: list[ChatMessage]) -> list[Turn]:
             topic = rt.pipe.anchors_of(question, turns)
         except TalentError:  # an earlier question the pipeline refuses: nothing to refer to
             topic = []
-        answers = entities_named(rt.pipe.store, names) if names else []
+        answers = _named(rt.pipe.store, names) if names else []
         turns.append(Turn(question=question, topic=topic, answers=answers))
     return turns
 

@@ -64,8 +64,10 @@ def test_explore_legend_lists_the_roles_drawn(use_toy):
     at = explore("Gravity")
     assert not at.exception, at.exception
     (legend,) = _legends(at)
-    assert "seed (where retrieval started)" in legend and "candidate subgraph S" in legend
-    assert "neighbour added by a click" not in legend  # nothing clicked yet
+    # Explore retrieves nothing: its own words, not Ask's "seed" and "candidate subgraph S"
+    assert "the entity you opened" in legend and "its neighbours" in legend
+    assert "seed" not in legend and "subgraph" not in legend
+    assert "added by a double-click" not in legend  # nothing clicked yet
 
 
 def test_empty_question_says_so_and_clears_the_answer(use_toy):

@@ -374,7 +374,9 @@ def _newcomer(url: str, d) -> None:
     checked = d.find_elements(
         "xpath", '//div[contains(@class,"st-key-mode")]//label[.//input[@checked] or '
                  './/input[@aria-checked="true"]]')
-    assert checked and checked[0].text.strip() == "full", [c.text for c in checked]
+    # in the folded "Advanced" section: its text is there, hidden
+    assert checked and checked[0].get_attribute("textContent").strip() == "full", [
+        c.get_attribute("textContent") for c in checked]
     _type(d, "question", "which movies did Keanu Reeves star in")
     _click(d, "ask")
     _wait(d, lambda d: _answer_lines(d), 300, "the default Ask gave no answer")

@@ -135,3 +135,12 @@ def test_a_question_with_its_own_topic_is_not_a_follow_up(pipe):
     assert cand.reading is None and cand.anchors == ["Gravity"]
     assert pipe.anchors_of("who directed [Gravity]") == [E("Gravity")]
     assert pipe.anchors_of("who directed it", [films]) == [E("The Matrix")]
+
+
+def test_a_chat_reply_reads_back_as_the_entities_spelt_as_it_spells_them(mem_store):
+    """A chat history's reply names "Keanu Reeves": the person, not the tag "keanu reeves"
+    beside him; a name the KG holds in another casing only reads as that one."""
+    from talent_core.api.chat import _named
+
+    got = _named(mem_store, ["Keanu Reeves", "the matrix", "nothing such"])
+    assert [e.id for e in got] == ["Keanu Reeves", "The Matrix"]
