@@ -303,6 +303,10 @@ def idle_main(timeout: float, server: int, path: str, compact_bytes: int) -> int
     socket_id = _identity(path)  # None until the server has made its socket
     while not srv.wait(period):
         now_id = _identity(path)
+        if socket_id is None and now_id is None and not os.path.isdir(os.path.dirname(path)):
+            # never seen the socket (this watchdog started late, on a busy machine) and its
+            # folder is gone too: the data dir was deleted before the first look
+            socket_id = (-1, -1)
         if socket_id is None:
             socket_id = now_id
         elif now_id != socket_id:

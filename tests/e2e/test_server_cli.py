@@ -217,3 +217,27 @@ def test_a_detached_server_whose_data_dir_was_deleted_stops(tmp_path):
     finally:
         if _alive(pid):
             os.kill(pid, 9)
+
+
+def test_the_watchdog_stops_a_server_whose_socket_folder_went_before_its_first_look(tmp_path):
+    """A watchdog that starts late (a busy machine) after the data dir was already deleted
+    never sees the socket: the socket's folder being gone stops the server all the same
+    (it took the failing INFO for a server still starting, and kept it up forever)."""
+    import subprocess
+    import sys
+    import threading
+
+    from talent_core.store import _watchdog
+
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        gone = tmp_path / "deleted-data-dir" / "falkordb.sock"
+        watch = threading.Thread(target=_watchdog.idle_main,
+                                 args=(4.0, server.pid, str(gone), 1 << 20), daemon=True)
+        watch.start()
+        watch.join(15)
+        assert not watch.is_alive(), "the watchdog still waits for a server nobody can reach"
+        assert server.wait(10) is not None
+    finally:
+        if server.poll() is None:
+            server.kill()
