@@ -35,7 +35,7 @@ from talent_core.models import (
     Turn,
 )
 from talent_core.planning import Plan, join_plan, plan_paths
-from talent_core.planning.plan import MatcherPlanner, reading_score, resolve
+from talent_core.planning.plan import MatcherPlanner, reading_scorer, resolve
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
 from talent_core.retrieval import RetrievalConfig, retrieve
 from talent_core.retrieval.config import apply_overrides
@@ -233,8 +233,8 @@ class Pipeline:
             return None
         history = known_turns(history, self.store.entities_by_id)
         planner = self.planner
-        score = None if planner is None else (
-            lambda ids: reading_score(planner, self.store, question, ref[0], ids))
+        score = (None if planner is None
+                 else reading_scorer(planner, self.store, question, ref[0]))
         return read_follow_up(question, history, score)
 
     def anchors_of(self, question: str, history: Sequence[Turn] = ()) -> list[Entity]:

@@ -27,7 +27,7 @@ from talent_core.api.auth import ApiError, Read
 from talent_core.api.runtime import NoSlot, Rt, Runtime, Slot
 from talent_core.api.schemas import AskRequest, RetrieveRequest, StanceRequestIn
 from talent_core.errors import RetrievalSettingsError, TalentError, TextInputError
-from talent_core.explore import answer_json, candidate_json
+from talent_core.explore import answer_json, candidate_json, plan_json, selection_json
 from talent_core.text import check_question, check_topics
 
 log = logging.getLogger(__name__)
@@ -181,12 +181,10 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
         server_ms["answered"] = round((time.perf_counter() - t0) * 1000, 1)
         # a stage the mode skipped (no retriever, no plan): sent now, from the answer
         if "selection" not in sent:
-            yield sse("selection", {k: out[k] for k in ("selected", "out_of_candidate",
-                                                        "retriever_ranked")})
+            yield sse("selection", selection_json(ans.selection))
         if "plan" not in sent:
-            yield sse("plan", {k: out[k] for k in ("plan", "planner", "plan_confidence",
-                                                    "plan_runner_up", "plan_notice",
-                                                    "plan_joint")})
+            yield sse("plan", plan_json(ans.plan, ans.planner, ans.plan_confidence,
+                                        ans.plan_runner_up, ans.plan_joint))
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
             "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn",

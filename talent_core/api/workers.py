@@ -76,8 +76,9 @@ def _child(conn: Any, settings: Any) -> None:
                     pipe.embedder.encode(["warm up"])
                     pipe.planner  # noqa: B018  (loads the planner once)
                     out: Any = True
-                else:  # each stage's data goes back as it ends, the answer last
-                    out = _run(pipe, msg, lambda name, data: conn.send((STAGE, name, data)))
+                else:  # each stage's data goes back as it ends (when asked), answer last
+                    out = _run(pipe, msg, (lambda name, data: conn.send((STAGE, name, data)))
+                               if msg[-1] == STAGE else None)
                 conn.send((True, out))
             except BaseException as e:  # handed to the waiting request
                 conn.send((False, _portable(e)))
@@ -177,7 +178,7 @@ class ModelWorkers:
     @staticmethod
     def _exchange(conn: Any, msg: tuple[Any, ...],
                   on_stage: Callable[[str, Any], None] | None) -> Any:
-        conn.send(msg)
+        conn.send(msg if on_stage is None else (*msg, STAGE))  # STAGE last: send stages
         while (got := conn.recv())[0] == STAGE:  # a stage ended in the child
             if on_stage is not None:
                 try:  # the exchange must read on to the answer whatever the hook does

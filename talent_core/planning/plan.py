@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,15 +104,20 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
     return plan
 
 
-def reading_score(planner: MatcherPlanner, store: GraphReader, question: str, word: str,
-                  anchors: list[str]) -> float:
-    """How well ``question`` plans from ``anchors`` read for its referring ``word``: the
-    matcher's best score over the paths the beam grows from them (-inf: none); what
-    `conversation.read_follow_up` compares between the previous answers and topic."""
+def reading_scorer(planner: MatcherPlanner, store: GraphReader, question: str, word: str
+                   ) -> Callable[[list[str]], float]:
+    """How well ``question`` (without its referring ``word``, embedded once) plans from a
+    set of anchors: the matcher's best score over the paths the beam grows from them (-inf:
+    none); what `conversation.read_follow_up` compares between the previous answers and
+    topic."""
     score, quick = _scorers(planner.matcher,
                             planner.matcher.encode_question(without_words(question, word)))
-    grown = grow(store, anchors, score, planner.beam, quick)
-    return max(grown.scores.values(), default=-math.inf)
+
+    def best(anchors: list[str]) -> float:
+        grown = grow(store, anchors, score, planner.beam, quick)
+        return max(grown.scores.values(), default=-math.inf)
+
+    return best
 
 
 def mention_texts(question: str, mentions: list[str]) -> list[str]:

@@ -113,6 +113,8 @@ def test_streamed_ask_events_in_stage_order(server, api_keys):
     data = dict(events)
     assert data["candidate"]["nodes"] and isinstance(data["answer"]["answer"], list)
     assert data["done"]["timings_ms"]
+    # the selection came from the model process as its stage ended, not from the answer
+    assert "selection" in data["done"]["server_ms"]
 
 
 def test_disconnect_mid_stream_frees_the_slot(server, api_keys):
