@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, int]] = [
     ("talent_core.stance", 4),  # the stance task over the pipeline
     ("talent_core.answer", 4),
     ("talent_core.planning", 4),
+    ("talent_core.operators", 4),  # operators over the planned set (after planning)
     ("talent_core.explore", 3),
     ("talent_core.retrieval", 3),
     ("talent_core.llm", 3),

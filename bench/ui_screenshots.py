@@ -16,7 +16,9 @@ import re
 import time
 from pathlib import Path
 
-ANSWER = re.compile(r"^(Answer|\d+ answers):", re.M)  # one answer, or a set of them
+# one answer, a set of them, or an operator's typed answer (app/views/operation.py)
+ANSWER = re.compile(r"^(Answer|\d+ answers|Count|Filter|Superlative|Comparison|Yes / no):",
+                    re.M)
 
 
 def main() -> int:

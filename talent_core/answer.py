@@ -20,9 +20,12 @@ from talent_core.models import (
     CandidateEdge,
     Decode,
     Entity,
+    OperationResult,
     RankedName,
     Selection,
 )
+from talent_core.operators import PlainSet, apply
+from talent_core.operators.run import mention_groups
 from talent_core.planning import Plan, plan_paths
 from talent_core.planning.paths import rescore
 from talent_core.store import GraphReader
@@ -139,6 +142,17 @@ def answer(
         timings["total"] = (time.perf_counter() - t0) * 1000
         return Answer(question=question, candidate=candidate, timings_ms=timings)
     assert retriever is not None and generator is not None
+    op = candidate.operation
+    if op is not None and op.op in ("compare", "exists") and planner is not None \
+            and decode == "ranked" and len(mention_groups(candidate)) >= 2:
+        # two entities compared or joined: the store answers, no language model
+        t = time.perf_counter()
+        result = apply(op, store, planner, candidate, Plan(), PlainSet([], [], None))
+        timings["operator"] = (time.perf_counter() - t) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
+        return Answer(question=op.question, candidate=candidate, timings_ms=timings,
+                      decode=decode, answer=result.answer, answer_ids=result.answer_ids,
+                      operation=result)
     selection = None
     if mode == "full":
         t = time.perf_counter()
@@ -188,10 +202,24 @@ def answer(
         found, raw = generator.answer(question, context)
         answers = [kg.get(a, (a, None))[0] for a in found]  # the KG's casing where known
     timings["generator"] = (time.perf_counter() - t) * 1000 - timings.get("planner", 0.0)
+    result: OperationResult | None = None
+    if op is not None and (planner is None or decode != "ranked"):
+        result = OperationResult(op=op.op, answer_type="entities", notice=(
+            f"read as a {op.op}, which needs the relation-path planner and ranked decoding "
+            f"(here: {'no planner' if planner is None else decode + ' decoding'}): the plain "
+            "answer is shown"))
+    elif op is not None and planner is not None:
+        t = time.perf_counter()
+        ids = answer_ids or [i for i in (kg.get(clean_name(a), (None, None))[1]
+                                         for a in answers) if i]
+        result = apply(op, store, planner, candidate, plan, PlainSet(ids, answers, answer_path))
+        timings["operator"] = (time.perf_counter() - t) * 1000
+        if result.answer or result.relation:
+            answers, answer_ids = result.answer, result.answer_ids
     timings["total"] = (time.perf_counter() - t0) * 1000
     frozen = [r for r, m in (("retriever", retriever), ("generator", generator)) if m.frozen]
     return Answer(
-        question=question,
+        question=op.question if op is not None else question,
         answer=answers,
         raw=raw,
         candidate=candidate,
@@ -209,4 +237,5 @@ def answer(
         plan_joint=plan.joint if plan.paths else [],
         answer_path=answer_path,
         answer_ids=answer_ids,
+        operation=result,
     )

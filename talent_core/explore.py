@@ -549,6 +549,9 @@ def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict
         # what a follow-up sends back as the last turn of its ``history``
         "turn": turn_of(ans).model_dump(),
         "not_in_kg": ans.not_in_kg,
+        # a count / filter / superlative / comparison / yes-no: typed answer, the set it
+        # read, the store queries and their parameters
+        "operation": ans.operation.model_dump() if ans.operation else None,
         "evidence": evidence_json(ans, answer_evidence(ans) if evidence is None else evidence),
         "timings_ms": ans.timings_ms,
     }

@@ -215,6 +215,55 @@ class Reading(BaseModel):
         return f"reading '{self.words}' as the {n} {what} above{cut}"
 
 
+OperatorKind = Literal["count", "filter", "superlative", "compare", "exists"]
+Comparator = Literal["gt", "ge", "lt", "le"]
+
+
+class Operation(_Frozen):
+    """What a question asks of its answer set beyond one relation path, as read from its
+    words (`operators.recognise`)."""
+
+    op: OperatorKind
+    question: str  # as asked (brackets removed)
+    base: str  # the question without the operator's words: what is retrieved and planned
+    cue: str  # the words that asked for it: "how many", "after 2000", "latest"
+    clause: str = ""  # the words naming the value's relation ("released"), for the matcher
+    comparator: Comparator | None = None  # filter: member value <op> `value`
+    value: str | None = None  # filter: the literal as written
+    most: bool = True  # superlative / compare: the largest value (or count), else smallest
+    by_count: bool = False  # compare: the two entities' counts of a path, not a value
+    yes_no: bool = False  # the question wants yes or no
+    noun: str = ""  # count: what is counted ("movies"), as written
+
+
+class StoreQuery(BaseModel):
+    """A read-only store query an operator ran: the statement and its parameters (lists
+    cut to their first few items in `params`, their full length in `sizes`)."""
+
+    name: str
+    cypher: str
+    params: dict[str, object] = Field(default_factory=dict)
+    sizes: dict[str, int] = Field(default_factory=dict)
+
+
+class OperationResult(BaseModel):
+    """An operator's answer over the planned set: typed, with the set and values it read and
+    the queries the store ran (`operators.apply`)."""
+
+    op: OperatorKind
+    answer_type: Literal["number", "yes/no", "entities"]
+    answer: list[str] = Field(default_factory=list)  # ["27"], ["yes"] or entity names
+    answer_ids: list[str] = Field(default_factory=list)
+    text: str = ""  # one line: "27 movies", "yes: ...", "Cast Away (2000) ..."
+    path: str | None = None  # the relation path of the set counted, filtered or compared
+    relation: str | None = None  # the relation whose values were compared
+    members: int = 0  # how many members (or entities) the operator read
+    listed: list[str] = Field(default_factory=list)  # the plain list, at most `LISTED`
+    values: dict[str, str] = Field(default_factory=dict)  # an answer's name -> its value
+    queries: list[StoreQuery] = Field(default_factory=list)
+    notice: str | None = None  # the operator or its relation is unsure: why
+
+
 class Candidate(BaseModel):
     """The candidate connected subgraph S (paper §2.2) for one question."""
 
@@ -230,6 +279,7 @@ class Candidate(BaseModel):
     # a follow-up: the previous turn's entities its referring words read as (they anchor S
     # and plan as one group)
     reading: Reading | None = None
+    operation: Operation | None = None  # what the question asks beyond a path
 
 
 # --- LLM hand-offs (candidate -> selection -> answer) -------------------------------------
@@ -325,6 +375,9 @@ class Answer(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     # the mentions no KG entity matched well enough: the answer abstains ("not in the KG")
     not_in_kg: list[str] = Field(default_factory=list)
+    # a count, filter, superlative, comparison or yes/no over the planned set: its typed
+    # answer is `answer`, the plain list stays in `operation.listed`
+    operation: OperationResult | None = None
 
     @property
     def plan_unsure(self) -> bool:

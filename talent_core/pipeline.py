@@ -34,6 +34,8 @@ from talent_core.models import (
     StoreStats,
     Turn,
 )
+from talent_core.operators import recognise
+from talent_core.operators.run import mention_groups
 from talent_core.planning import Plan, join_plan, plan_paths
 from talent_core.planning.plan import MatcherPlanner, reading_scorer, resolve
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
@@ -211,14 +213,20 @@ class Pipeline:
         question = check_question(question, self.settings.max_question_chars)
         topic_entities = check_topics(topic_entities, self.settings.max_topic_entities,
                                       self.settings.max_question_chars)
-        text, topics = parse_question(question, topic_entities)
+        operation = recognise(question)
+        text, topics = parse_question(operation.base if operation else question,
+                                      topic_entities)
         reading = None if topics else self.read_follow_up(text, history)
         candidate = read_as_linked(retrieve(
             text, self.store, self.embedder, config, topics or None,
             referents=reading.entities if reading else ()))
         candidate.reading = reading
+        candidate.operation = operation
         if not (config.plan_join and self.planner is not None and candidate.anchors):
             return candidate, None
+        if operation is not None and operation.op in ("compare", "exists") \
+                and len(mention_groups(candidate)) >= 2:
+            return candidate, None  # the operator plans from each entity, S needs no join
         t = time.perf_counter()
         plan = self.plan(candidate)
         candidate = join_plan(self.store, candidate, plan, config.plan_join)

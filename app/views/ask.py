@@ -48,6 +48,7 @@ from talent_core.ui.common import (
 )
 from talent_core.ui.kg import Extra, elements
 from talent_core.ui.safe import error_line, plain
+from talent_core.ui.views.operation import show_operation
 
 ANSWERS_INLINE = 5  # answers (and their evidence) shown before "more"
 EXAMPLES = DEMO_DIR / "examples.txt"
@@ -423,11 +424,17 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
     if answer.not_in_kg:  # an abstention: no answer, and no subgraph of look-alike seeds
         return
     if mode != "retrieval":
-        show_answer_set(answer)
+        op = answer.operation
+        if op is not None:
+            show_operation(answer)
+        if op is None or not (op.answer or op.relation):  # else the operator's answer
+            show_answer_set(answer)
         if answer.plan_notice:
             st.warning(plain(answer.plan_notice[0].upper() + answer.plan_notice[1:] + "."))
         who = "frozen base model" if "generator" in answer.frozen else "trained adapters"
-        st.caption(f"{answer.decode} decoding · {answer.generator} generator · {who}"
+        store_only = op is not None and "generator" not in answer.timings_ms
+        st.caption("answered in the store by the operator (no language model)" if store_only
+                   else f"{answer.decode} decoding · {answer.generator} generator · {who}"
                    + (f" · {answer.planner or 'relation-path'} planner" if answer.plan
                       else " · no planner"))
         if answer.plan_joint:
@@ -436,7 +443,8 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         elif answer.plan:
             st.markdown(plain("Planned relation paths: " + "; ".join(
                 f"{p.text} (p {p.prob:.2f}, {p.ends} nodes)" for p in answer.plan)))
-        show_evidence(answer, h["evidence"])
+        if not store_only and (op is None or op.answer_type == "entities"):
+            show_evidence(answer, h["evidence"])
         if "sources" not in h:  # once per answer, not at every rerun of the page
             h["sources"] = evidence_sources(pipe.store, h["evidence"])
         sources = h["sources"]
@@ -451,7 +459,7 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
                                    "planned path": r.path or ""}
                                   if r.prior is not None else {})} for r in answer.ranked],
                              width="stretch")
-        else:
+        elif not store_only:
             with st.expander("raw generator output"):
                 st.code(answer.raw or "", language=None)
     cand = answer.candidate

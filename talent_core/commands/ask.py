@@ -41,7 +41,7 @@ from talent_core.explore import (
     link_notes,
 )
 from talent_core.llm.data import TrainingExample, write_examples
-from talent_core.models import Answer, Turn
+from talent_core.models import Answer, OperationResult, Turn
 from talent_core.questions import read_questions
 from talent_core.retrieval.linking import not_in_kg
 from talent_core.text import check_question, printable_json
@@ -228,6 +228,8 @@ def ask(
     if ans.not_in_kg:
         echo("answer: (none: not in the KG)")
         return
+    if ans.operation is not None:
+        echo_operation(ans.operation)
     shown = ans.answer[:ANSWERS_SHOWN]
     more = len(ans.answer) - len(shown)
     echo(("answer: " if len(ans.answer) < 2 else f"{len(ans.answer)} answers: ")
@@ -254,6 +256,22 @@ def ask(
           + ", ".join(n["name"] for n in out["selected"]))
     for o in out["out_of_candidate"]:
         echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
+
+
+def echo_operation(op: OperationResult) -> None:
+    """An operator's answer: its line, its notice, the set it read and the store's queries."""
+    if op.text:
+        echo(f"{op.op}: {op.text}")
+    if op.notice:
+        echo(f"note: {op.notice}")
+    if op.listed and op.op in ("count", "filter", "superlative"):
+        more = f" … ({op.members} in all)" if op.members > len(op.listed) else ""
+        echo("  of: " + " | ".join(op.listed[:ANSWERS_SHOWN]) + more)
+    for q in op.queries:
+        echo(f"  store query {q.name}: " + ", ".join(
+            f"{k}={v!r}" + (f" ({q.sizes[k]} in all)" if k in q.sizes and q.sizes[k] > len(v)
+                            else "")
+            for k, v in q.params.items()))
 
 
 def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, json: bool,

@@ -142,6 +142,12 @@ def mention_texts(question: str, mentions: list[str]) -> list[str]:
     return out
 
 
+def text_scorers(planner: MatcherPlanner, text: str) -> tuple[Any, Any]:
+    """(path score, relation score) of ``text`` under the planner's matcher: what the
+    operators rank paths and value relations with."""
+    return _scorers(planner.matcher, planner.matcher.encode_question(text))
+
+
 def _scorers(matcher: PathMatcher, q: np.ndarray) -> tuple[Any, Any]:
     """(path score, relation score) of a question vector under the matcher."""
     return ((lambda ts: (matcher.scale * matcher.similarity(q, ts)).tolist()),

@@ -111,6 +111,16 @@ class GraphReader(Protocol):
         own direction, sorted (an evidence path's hops, found by `follow`, which ignores
         direction)."""
 
+    def count_follow(self, ids: Sequence[str], rel: str, exclude: Sequence[str] = ()) -> int:
+        """How many distinct nodes the nodes of ``ids`` reach over relation ``rel``
+        (direction ignored, as `follow`), ``exclude`` not counted: the last hop of a
+        counted path, computed in the store without fetching the nodes (`operators`)."""
+
+    def member_values(self, ids: Sequence[str], rel: str) -> list[tuple[str, str, str]]:
+        """(node id, value id, value name) for each triple (node, ``rel``, value) of each
+        node of ``ids``, in the triple's own direction (a value is what its node states),
+        sorted: what a filter, a superlative or a comparison reads (`operators`)."""
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         """Cosine similarity of `vector` to each stored entity embedding."""
 

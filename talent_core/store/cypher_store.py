@@ -371,6 +371,22 @@ class CypherStore:
         rows = self._read("triples_among", {"ids": list(keys), "rels": sorted(set(rels))})
         return [Edge(src=s, rel=r, dst=d) for s, r, d in sorted({tuple(map(str, x)) for x in rows})]
 
+    def count_follow(self, ids: Sequence[str], rel: str, exclude: Sequence[str] = ()) -> int:
+        keys = lookup_keys(ids)
+        if not keys:
+            return 0
+        # one statement for all ids: a DISTINCT count cannot be summed over chunks
+        rows = self._read("count_follow", {"ids": list(keys), "rel": str(rel),
+                                           "exclude": list(lookup_keys(exclude))})
+        return int(rows[0][0]) if rows else 0
+
+    def member_values(self, ids: Sequence[str], rel: str) -> list[tuple[str, str, str]]:
+        out: set[tuple[str, str, str]] = set()
+        for chunk in chunks(lookup_keys(ids), self.batch_size):
+            rows = self._read("member_values", {"ids": list(chunk), "rel": str(rel)})
+            out.update((str(i), str(v), str(n)) for i, v, n in rows)
+        return sorted(out)
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._similarity("entity_similarity", "ids", ids, vector)
 

@@ -374,6 +374,16 @@ class MemoryStore:
                  if out and r in wanted and t in keep}
         return [Edge(src=h, rel=r, dst=t) for h, r, t in sorted(found)]
 
+    def count_follow(self, ids: Sequence[str], rel: str, exclude: Sequence[str] = ()) -> int:
+        adjacent, skip = self._ix.adjacent, set(exclude)
+        return len({mid for fid in lookup_keys(ids) for mid, r, _ in adjacent.get(fid, ())
+                    if r == rel and mid not in skip})
+
+    def member_values(self, ids: Sequence[str], rel: str) -> list[tuple[str, str, str]]:
+        adjacent = self._ix.adjacent
+        return sorted({(fid, mid, self._names[mid]) for fid in lookup_keys(ids)
+                       for mid, r, out in adjacent.get(fid, ()) if out and r == rel})
+
     def entity_similarity(self, ids: Sequence[str], vector: Vector) -> dict[str, float]:
         return self._ix.entities.similarity(ids, vector)
 

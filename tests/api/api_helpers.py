@@ -40,9 +40,10 @@ def api_settings(env: dict[str, str], **extra):
     extra.setdefault("api_browse_nice", 0)  # as api_env: request threads at normal priority
     extra.setdefault("api_llm_slots", 1)  # the queue tests hold the one slot
     extra.setdefault("api_preload", False)  # no model load behind every app of the tests
+    extra.setdefault("planner", "none")
     return Settings(data_dir=Path(env["TALENT_DATA_DIR"]), base_model=env["TALENT_BASE_MODEL"],
-                    model_cache_dir=Path(env["TALENT_MODEL_CACHE_DIR"]), planner="none",
-                    _env_file=None, **extra)
+                    model_cache_dir=Path(env["TALENT_MODEL_CACHE_DIR"]), _env_file=None,
+                    **extra)
 
 
 def free_port() -> int:

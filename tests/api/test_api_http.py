@@ -4,6 +4,7 @@ shapes of every endpoint, the model queue's 429, the upload limit's 413, a load 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from api_helpers import STAGES, api_settings, auth, sse_events
@@ -12,7 +13,7 @@ ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
                  "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
                  "generator", "plan", "planner", "plan_confidence", "plan_runner_up",
                  "plan_notice", "plan_joint", "answer_path", "links", "reading", "turn",
-                 "not_in_kg", "evidence", "timings_ms"}
+                 "not_in_kg", "operation", "evidence", "timings_ms"}
 Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
 
 
@@ -89,6 +90,31 @@ def test_ask_json_is_the_talent_ask_json_shape(client, api_keys):
     assert set(out) == ASK_JSON_KEYS
     assert out["candidate"] and out["frozen"] == ["retriever", "generator"]
     assert {"retriever", "generator"} <= set(out["timings_ms"])
+
+
+def test_ask_answers_an_operator_from_the_store(api_env, api_keys):
+    """A count and a yes/no over HTTP (the bundled planner plans the set): typed answers,
+    the store query and its parameters in `operation`; without a planner, a notice and the
+    plain list."""
+    from fastapi.testclient import TestClient
+
+    from talent_core.api.app import create_app
+
+    kb = (Path(__file__).resolve().parents[1] / "fixtures" / "metaqa" / "kb.txt").read_text()
+    films = {h for h, r, t in (x.split("|") for x in kb.splitlines())
+             if r == "directed_by" and t == "Kathryn Bigelow"}
+    count = {"question": "how many movies did [Kathryn Bigelow] direct", "decode": "ranked"}
+    with TestClient(create_app(api_settings(api_env, planner="bundled"))) as c:
+        out = c.post("/v1/ask", headers=auth(api_keys["read"]), json=count).json()
+        assert out["answer"] == [str(len(films))]
+        assert out["operation"]["answer_type"] == "number"
+        assert out["operation"]["queries"][0]["params"]["rel"] == "directed_by"
+        out = c.post("/v1/ask", headers=auth(api_keys["read"]), json={
+            "question": "did [Kathryn Bigelow] direct [Memento]", "decode": "ranked"}).json()
+        assert out["answer"] == ["no"] and out["operation"]["op"] == "exists"
+    with TestClient(create_app(api_settings(api_env))) as c:  # --planner none
+        out = c.post("/v1/ask", headers=auth(api_keys["read"]), json=count).json()
+        assert "planner" in out["operation"]["notice"] and out["operation"]["answer"] == []
 
 
 def test_streamed_ask_sends_the_stages_in_order(client, api_keys):

@@ -468,6 +468,31 @@ def test_follow_one_relation_both_directions(read_store):
     assert len(nb(read_store, ["a"], hops=1).edges) == 3  # the text above was a parameter
 
 
+def test_count_follow_counts_distinct_neighbours_in_the_store(read_store):
+    load_nb(read_store)
+    # c has r2 from b, r3 to d, r6 to a; b and c reach each other over r2 (either way)
+    assert read_store.count_follow(["c"], "r3") == 1
+    assert read_store.count_follow(["c", "b"], "r2") == 2
+    assert read_store.count_follow(["c", "b"], "r2", exclude=["b"]) == 1
+    assert read_store.count_follow(["H"], "genre_of") == 20  # past follow's per-node limit
+    assert read_store.count_follow(["H", "H"], "genre_of") == 20  # distinct, not per id
+    assert read_store.count_follow([], "r3") == 0
+    assert read_store.count_follow(["nope"], "r3") == 0
+    assert read_store.count_follow(["c"], "r3') MATCH (n) DETACH DELETE n //") == 0
+    assert len(nb(read_store, ["a"], hops=1).edges) == 3  # the text above was a parameter
+
+
+def test_member_values_reads_a_relation_of_each_member(read_store):
+    load_nb(read_store)
+    # in the triple's own direction: b -r2-> c is b's value, not c's
+    assert read_store.member_values(["c", "b"], "r2") == [("b", "c", "Node c")]
+    assert read_store.member_values(["c"], "r3") == [("c", "d", "Node d")]
+    assert read_store.member_values(["d"], "r3") == []
+    assert len(read_store.member_values(["H"], "genre_of")) == 20
+    assert read_store.member_values(["nope", "c"], "r9") == []
+    assert read_store.member_values(["c"], "r3' OR true //") == []
+
+
 def test_triples_among_gives_the_hops_in_their_own_direction(read_store):
     load_nb(read_store)
     # c has r2 from b, r3 to d, r6 to a: each edge as stored, whichever id comes first

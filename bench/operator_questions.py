@@ -1,0 +1,301 @@
+"""Operator questions written from a KG, with their gold computed from its triples.
+
+    python bench/operator_questions.py                      # MetaQA: bench/operator_questions.tsv
+    python bench/operator_questions.py --webqsp             # bench/operator_questions_webqsp.tsv
+
+MetaQA (`../shared/data/metaqa/kb.txt`): 50 questions for each of count, filter,
+superlative, compare (value and count) and exists, phrasings varied (several templates
+per operator), entities drawn with a fixed seed; then 20 more exists questions whose "no"
+is harder (the person is linked to the film by another relation: starred in it, asked
+whether they directed it), drawn from their own seed (added after the first run). Each
+question's split is fixed by a hash of its text: half `dev` (what the operators may be
+looked at and tuned on), half `held-out` (never tuned on; the resolving figures). The
+WebQSP evidence KG (the 400 dev records' graphs merged, as `talent load dev.jsonl --format
+rog` loads them): a count and a yes/no for hand-picked subjects of six multi-valued
+relations, all `held-out` (a KG the operators were never tuned on).
+
+Gold is the KG's own: a count is the number of distinct nodes a relation reaches (either
+direction, as the planner walks); a value is read in the triple's direction (film ->
+release year); a film with two release years (MetaQA merges same-titled films) has both,
+as the operators read it: a filter keeps it when one year passes, a superlative ranks it
+by its largest (smallest) one. Comparisons use films with one year (no tie) and people
+with different counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import random
+from collections import defaultdict
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+OUT = Path(__file__).resolve().parent
+PER_OP = 50
+
+COUNT = {
+    "directed_by": ["how many movies did [{x}] direct", "how many films were directed by [{x}]",
+                    "what is the number of films directed by [{x}]",
+                    "number of movies [{x}] directed"],
+    "starred_actors": ["how many movies did [{x}] star in", "how many films has [{x}] acted in",
+                       "what is the number of movies starring [{x}]",
+                       "how many films feature [{x}]"],
+    "written_by": ["how many films did [{x}] write", "how many movies were written by [{x}]",
+                   "the number of screenplays [{x}] wrote"],
+}
+FILTER = {
+    "directed_by": ["which films directed by [{x}] came out before {y}",
+                    "which movies did [{x}] direct after {y}",
+                    "name the films directed by [{x}] released since {y}"],
+    "starred_actors": ["which of the movies starring [{x}] were released after {y}",
+                       "what films with [{x}] were released before {y}",
+                       "which [{x}] movies came out after {y}"],
+    "written_by": ["which films written by [{x}] were released after {y}",
+                   "movies written by [{x}] released before {y}"],
+}
+COMPARATOR = {"before": "lt", "after": "gt", "since": "ge"}
+SUPERLATIVE = {
+    "directed_by": ["what is the latest movie directed by [{x}]",
+                    "which is the oldest film directed by [{x}]",
+                    "what was the first movie [{x}] directed"],
+    "starred_actors": ["which is the earliest film starring [{x}]",
+                       "what is the most recent movie [{x}] acted in",
+                       "the newest film with [{x}]"],
+    "written_by": ["what is the latest film written by [{x}]",
+                   "which was the earliest movie written by [{x}]"],
+}
+MOST = {"latest": True, "most recent": True, "newest": True, "oldest": False,
+        "earliest": False, "first": False}
+COMPARE_VALUE = ["which was released first, [{a}] or [{b}]",
+                 "which came out later, [{a}] or [{b}]",
+                 "was [{a}] released before [{b}]",
+                 "which movie is older, [{a}] or [{b}]",
+                 "was [{a}] released after [{b}]"]
+COMPARE_COUNT = {
+    "directed_by": ["did [{a}] direct more films than [{b}]",
+                    "who directed fewer movies, [{a}] or [{b}]"],
+    "starred_actors": ["who has starred in more movies, [{a}] or [{b}]",
+                       "did [{a}] act in fewer films than [{b}]"],
+}
+EXISTS = {
+    "directed_by": ["did [{p}] direct [{f}]", "was [{f}] directed by [{p}]"],
+    "starred_actors": ["did [{p}] star in [{f}]", "was [{p}] in the cast of [{f}]",
+                       "does [{f}] star [{p}]"],
+    "written_by": ["did [{p}] write [{f}]", "was [{f}] written by [{p}]"],
+}
+
+
+def split_of(question: str) -> str:
+    """A question's fixed split: half dev, half held-out, by a hash of its text."""
+    return "held-out" if hashlib.sha256(question.encode()).digest()[0] % 2 else "dev"
+
+
+def read_kb(path: Path) -> list[tuple[str, str, str]]:
+    with open(path, encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("|", 2)) for line in f if line.count("|") >= 2]
+
+
+def year_of(years: dict[str, set[int]], film: str, most: bool) -> int:
+    return max(years[film]) if most else min(years[film])
+
+
+def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
+    films_of: dict[tuple[str, str], set[str]] = defaultdict(set)  # (rel, person) -> films
+    people_of: dict[tuple[str, str], set[str]] = defaultdict(set)  # (rel, film) -> people
+    years: dict[str, set[int]] = defaultdict(set)
+    for h, r, t in kb:
+        if r in COUNT:
+            films_of[(r, t)].add(h)
+            people_of[(r, h)].add(t)
+        elif r == "release_year" and t.isdigit():
+            years[h].add(int(t))
+    rows: list[dict] = []
+
+    def add(op: str, question: str, gold: list[str], kind: str = "entities") -> None:
+        rows.append({"op": op, "question": question, "gold": gold, "type": kind})
+
+    def person(rel: str, least: int, most: int) -> str:
+        pool = sorted(p for (r, p), fs in films_of.items() if r == rel
+                      and least <= len(fs) <= most)
+        return rng.choice(pool)
+
+    rels = list(COUNT)
+    for i in range(PER_OP):  # count
+        rel = rels[i % len(rels)]
+        x = person(rel, 2, 40)
+        add("count", rng.choice(COUNT[rel]).format(x=x), [str(len(films_of[(rel, x)] - {x}))],
+            "number")
+    done = 0
+    while done < PER_OP:  # filter
+        rel = rels[done % len(rels)]
+        x = person(rel, 4, 60)
+        dated = {f: ys for f in films_of[(rel, x)] if (ys := years.get(f))}
+        every = sorted({y for ys in dated.values() for y in ys})
+        if len(every) < 3:
+            continue
+        y = rng.choice(every[1:-1])
+        template = rng.choice(FILTER[rel])
+        word = next(w for w in COMPARATOR if f" {w} " in template)
+        cmp = COMPARATOR[word]
+        keep = sorted(f for f, ys in dated.items() if any(
+            (v > y) if cmp == "gt" else (v < y) if cmp == "lt" else (v >= y) for v in ys))
+        if not keep or len(keep) == len(dated):
+            continue
+        add("filter", template.format(x=x, y=y), keep)
+        done += 1
+    done = 0
+    while done < PER_OP:  # superlative
+        rel = rels[done % len(rels)]
+        x = person(rel, 3, 60)
+        dated = [f for f in films_of[(rel, x)] if years.get(f)]
+        if len(dated) < 3:
+            continue
+        template = rng.choice(SUPERLATIVE[rel])
+        most = next(v for w, v in MOST.items() if w in template)
+        best = (max if most else min)(year_of(years, f, most) for f in dated)
+        add("superlative", template.format(x=x),
+            sorted(f for f in dated if year_of(years, f, most) == best))
+        done += 1
+    single = sorted(f for f, ys in years.items() if len(ys) == 1 and not f.isdigit())
+    every_film = {rel: sorted({f for (r, _), fs in films_of.items() if r == rel for f in fs})
+                  for rel in rels}
+    for i in range(PER_OP):  # compare: 30 by value, 20 by count
+        if i < 30:
+            while True:
+                a, b = rng.sample(single, 2)
+                ya, yb = next(iter(years[a])), next(iter(years[b]))
+                if ya != yb:
+                    break
+            template = COMPARE_VALUE[i % len(COMPARE_VALUE)]
+            q = template.format(a=a, b=b)
+            first = a if ya < yb else b
+            if template.startswith("was"):
+                before = "before" in template
+                add("compare", q, ["yes" if (ya < yb) == before else "no"], "yes/no")
+            else:
+                later = "later" in template
+                add("compare", q, [(b if first == a else a) if later else first])
+        else:
+            rel = ("directed_by", "starred_actors")[i % 2]
+            while True:
+                a, b = person(rel, 3, 50), person(rel, 3, 50)
+                na, nb = len(films_of[(rel, a)] - {a}), len(films_of[(rel, b)] - {b})
+                if a != b and na != nb:
+                    break
+            template = COMPARE_COUNT[rel][i // 2 % 2]
+            more = "more" in template
+            if template.startswith("did"):
+                add("compare", template.format(a=a, b=b),
+                    ["yes" if (na > nb) == more else "no"], "yes/no")
+            else:
+                add("compare", template.format(a=a, b=b),
+                    [a if (na > nb) == more else b])
+    for i in range(PER_OP):  # exists: half true, half false
+        rel = rels[i % len(rels)]
+        p = person(rel, 2, 40)
+        if i % 2 == 0:
+            f = rng.choice(sorted(films_of[(rel, p)] - {p}))
+        else:
+            while (f := rng.choice(every_film[rel])) in films_of[(rel, p)] or f == p:
+                pass
+        add("exists", rng.choice(EXISTS[rel]).format(p=p, f=f),
+            ["yes" if p in people_of[(rel, f)] else "no"], "yes/no")
+    hard = random.Random(4848)  # its own stream: the questions above stay as they were
+    linked = [(p, f, r, other) for (r, p), fs in sorted(films_of.items()) for f in sorted(fs)
+              for other in rels if other != r and p not in people_of[(other, f)]
+              and other in EXISTS and f != p]
+    for p, f, _r, other in hard.sample(linked, 20):
+        # a person linked to the film by another relation (starred in it, asked whether
+        # they directed it): "no" unless the KG holds both
+        add("exists", hard.choice(EXISTS[other]).format(p=p, f=f), ["no"], "yes/no")
+    return rows
+
+
+WEBQSP_SUBJECTS = {  # written by hand: the evidence KG reverses some records' triples, so
+    # which end of a relation is its subject cannot be read from the triples alone
+    "people.person.profession": (
+        "how many professions does [{x}] have", "is [{y}] a profession of [{x}]",
+        ["Mark Twain", "Eminem", "Niall Ferguson", "Stephen Covey", "F. Scott Fitzgerald",
+         "Thomas Edison", "Jack London", "Nikolai Gogol"]),
+    "music.artist.genre": (
+        "how many genres does [{x}] play", "does [{x}] play [{y}]",
+        ["Jimi Hendrix", "Van Halen", "Eminem", "Nick Lachey", "Amy Grant", "Craig Jones"]),
+    "location.country.languages_spoken": (
+        "how many languages are spoken in [{x}]", "is [{y}] spoken in [{x}]",
+        ["Egypt", "Pakistan", "Argentina", "France", "Sweden", "Italy", "Indonesia"]),
+    "travel.travel_destination.tourist_attractions": (
+        "how many tourist attractions does [{x}] have",
+        "is [{y}] a tourist attraction in [{x}]",
+        ["San Francisco", "Sydney", "Sacramento", "Salt Lake City", "Paris", "Toronto"]),
+    "book.author.works_written": (
+        "how many books did [{x}] write", "did [{x}] write [{y}]",
+        ["Louis Sachar", "Laura Ingalls Wilder", "Nikolai Gogol", "John Irving",
+         "Suzanne Collins"]),
+    "olympics.olympic_participating_country.olympics_participated_in": (
+        "how many olympic games has [{x}] taken part in", "did [{x}] take part in the [{y}]",
+        ["Argentina", "Greece", "Denmark", "Bulgaria", "China", "Germany"]),
+}
+
+
+def webqsp(records: list[dict], rng: random.Random) -> list[dict]:
+    """A count and a yes/no question for each hand-picked subject of six multi-valued
+    relations (a person's professions, a country's languages, ...); gold: the KG's nodes
+    over the relation from the subject (either direction, as the planner walks), a "no"
+    drawn from the other subjects' values."""
+    ends: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h, r, t in {tuple(x) for rec in records for x in rec["graph"]}:
+        ends[(h, r)].add(t)
+        ends[(t, r)].add(h)
+    rows: list[dict] = []
+    for rel, (count, exists, subjects) in WEBQSP_SUBJECTS.items():
+        values = sorted({y for x in subjects for y in ends[(x, rel)] if not y.startswith("m.")})
+        for x in subjects:
+            mine = {y for y in ends[(x, rel)] if not y.startswith("m.")}
+            if len(mine) < 2:
+                continue
+            rows.append({"op": "count", "question": count.format(x=x),
+                         "gold": [str(len(ends[(x, rel)] - {x}))], "type": "number"})
+            others = sorted(set(values) - mine - {x})
+            if rng.random() < 0.5 or not others:
+                y, yes = rng.choice(sorted(mine)), "yes"
+            else:
+                y, yes = rng.choice(others), "no"
+            rows.append({"op": "exists", "question": exists.format(x=x, y=y), "gold": [yes],
+                         "type": "yes/no"})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--webqsp", action="store_true", help="the WebQSP evidence KG's set")
+    ap.add_argument("--seed", type=int, default=48)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    if args.webqsp:
+        with open(DATA / "webqsp-evidence" / "dev.jsonl", encoding="utf-8") as f:
+            rows = webqsp([json.loads(line) for line in f], rng)
+        out = OUT / "operator_questions_webqsp.tsv"
+        for r in rows:
+            r["split"] = "held-out"
+    else:
+        rows = metaqa(read_kb(DATA / "metaqa" / "kb.txt"), rng)
+        out = OUT / "operator_questions.tsv"
+        for r in rows:
+            r["split"] = split_of(r["question"])
+    with open(out, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f, delimiter="\t", lineterminator="\n")
+        w.writerow(["id", "split", "op", "type", "question", "gold"])
+        for i, r in enumerate(rows):
+            w.writerow([f"op-{i:03d}", r["split"], r["op"], r["type"], r["question"],
+                        "|".join(r["gold"])])
+    by = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        by[r["op"]][r["split"]] += 1
+    print(out, {k: dict(v) for k, v in by.items()})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,338 @@
+"""Operators computed over the planned set in the store (`apply`): the plan gives the set
+(its anchors and relation path), the store counts it (`count_follow`: no node fetched)
+or reads one relation's values of its members (`member_values`), and the literals are
+compared here as numbers or dates (`values`; Neo4j and FalkorDB parse date strings
+differently, so the comparison is one pure function for every store). The relation whose
+values are compared is the one the planner's matcher scores best against the question's
+words among the members' relations with comparable values: no word list per KG."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from talent_core.explore import is_cvt
+from talent_core.models import Candidate, Operation, OperationResult, StoreQuery, path_text
+from talent_core.operators.recognise import unbracketed
+from talent_core.operators.values import comparable_share, holds, value_key
+from talent_core.planning import Plan
+from talent_core.planning.beam import Grown, complete, grow
+from talent_core.planning.paths import PathT, plan_text, walk
+from talent_core.planning.plan import MatcherPlanner, text_scorers
+from talent_core.store import GraphReader
+from talent_core.store.cypher import DIALECTS, statement
+
+log = logging.getLogger(__name__)
+
+LISTED = 50  # names of the plain list kept in a result
+SAMPLE = 50  # members read to tell which relations have comparable values
+SHOWN = 10  # ids of a list parameter shown in the evidence
+CLOSE = 0.05  # two value relations within this cosine of each other: unsure
+
+
+@dataclass
+class PlainSet:
+    """The set the plain pipeline answered: its ids and names, and the plan's path."""
+
+    ids: list[str]
+    names: list[str]
+    path: str | None
+
+
+def apply(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate: Candidate,
+          plan: Plan, plain: PlainSet) -> OperationResult:
+    """The typed answer of ``op`` over the plan of ``candidate``; a comparison or yes/no
+    question with fewer than two linked entities gets a notice and no answer (the plain
+    answer stands)."""
+    if op.op in ("compare", "exists"):
+        groups = mention_groups(candidate)
+        if len(groups) < 2:
+            found = " ".join(n for n, _ in groups) or "none"
+            return OperationResult(
+                op=op.op, answer_type="yes/no" if op.yes_no else "entities",
+                members=len(groups), notice=f"read as a {op.op} of two entities, but the "
+                f"KG matched one ({found}): the plain answer is shown")
+        if op.op == "exists":
+            return _exists(op, store, planner, candidate, groups[:2])
+        if op.by_count:
+            return _compare_counts(op, store, planner, candidate, groups[:2])
+        return _compare_values(op, store, planner, groups[:2])
+    rels = _rels_of(plan, plain.path)
+    members = plain.ids or sorted(plan.ends.get(plan.paths[0].text, set()) if plan.paths
+                                  else set())
+    if op.op == "count":
+        return _count(op, store, planner, candidate, plan, rels, members, plain)
+    return _by_value(op, store, planner, rels, members, plain)
+
+
+def mention_groups(candidate: Candidate) -> list[tuple[str, list[str]]]:
+    """The anchors as one group per mention (case variants of a name together), in the
+    order the question names them: (name, ids)."""
+    names = {s.id: s.name for s in candidate.seeds}
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for a in candidate.anchors:
+        name = names.get(a, a)
+        groups.setdefault(name.casefold(), (name, []))[1].append(a)
+    question = candidate.question
+    low = question.casefold()
+    out = []
+    for name, ids in groups.values():
+        # the spelling the question wrote ("Tom Hanks", not the tag "tom hanks") when a
+        # case variant has it: a tag's own paths are not what the question asks of the name
+        exact = [i for i in ids if names.get(i, i) in question]
+        out.append((name if not exact else names.get(exact[0], name), exact or ids))
+    return sorted(out, key=lambda g: low.find(g[0].casefold()) % (len(low) + 1))
+
+
+def _rels_of(plan: Plan, path: str | None) -> list[str]:
+    for pp in plan.paths:
+        if path is None or pp.text == path:
+            return list(pp.rels)
+    return []
+
+
+def store_query(store: GraphReader, name: str, params: dict) -> StoreQuery:
+    """The evidence of one store query: its statement in the store's dialect (the
+    in-memory reference store runs the same operation in Python) and its parameters."""
+    dialect = getattr(store, "dialect", "memory")
+    cypher = (statement(name, dialect) if dialect in DIALECTS else
+              f"(in-memory reference store: GraphReader.{name} in Python)")
+    shown: dict[str, object] = {}
+    sizes: dict[str, int] = {}
+    for k, v in params.items():
+        if isinstance(v, list | tuple):
+            shown[k], sizes[k] = list(v)[:SHOWN], len(v)
+        else:
+            shown[k] = v
+    return StoreQuery(name=name, cypher=cypher, params=shown, sizes=sizes)
+
+
+def count_path(store: GraphReader, anchors: Sequence[str], rels: Sequence[str],
+               limit: int) -> tuple[int, list[StoreQuery]]:
+    """How many nodes a relation path reaches from ``anchors`` (the anchors not counted,
+    as the planner's walk): its prefix walked (`paths.walk`), its last hop counted in the
+    store."""
+    frontier = set(anchors)
+    if len(rels) > 1:
+        walked, _ = walk(store.follow, anchors, [tuple(rels[:-1])], limit=limit)
+        frontier = walked[tuple(rels[:-1])]
+    params = {"ids": sorted(frontier), "rel": rels[-1], "exclude": sorted(anchors)}
+    n = store.count_follow(params["ids"], rels[-1], params["exclude"])
+    return n, [store_query(store, "count_follow", params)]
+
+
+def _count(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate: Candidate,
+           plan: Plan, rels: list[str], members: list[str], plain: PlainSet) -> OperationResult:
+    noun = op.noun or "answers"
+    out = OperationResult(op="count", answer_type="number", path=path_text(rels) or None,
+                          listed=plain.names[:LISTED])
+    if rels and not plan.joint:
+        n, out.queries = count_path(store, candidate.anchors, rels, planner.beam.walk_limit)
+    else:  # several mentions meeting: the set is their intersection, counted here
+        n = len(members)
+        if not rels:
+            out.notice = "no relation path was planned: counted the answers listed"
+    out.members = n
+    out.answer = [str(n)]
+    out.text = f"{n} {noun}"
+    return out
+
+
+def _value_relation(store: GraphReader, planner: MatcherPlanner, ids: Sequence[str],
+                    text: str) -> tuple[str | None, str | None]:
+    """The relation at ``ids`` whose values compare (most parse as numbers or dates) that
+    the matcher scores best against ``text``, and a notice when another is close."""
+    sample = list(ids)[:SAMPLE]
+    comparable = [r for r in sorted(store.relations_at(sample))
+                  if comparable_share(sample, store.member_values(sample, r)) >= 0.5]
+    if not comparable:
+        return None, "no relation of these entities holds numbers or dates to compare"
+    _, quick = text_scorers(planner, text)
+    score = dict(zip(comparable, quick(comparable)))
+    order = sorted(comparable, key=lambda r: (-score[r], r))
+    notice = None
+    if len(order) > 1 and score[order[0]] - score[order[1]] < CLOSE:
+        notice = (f"unsure which relation the question compares: read '{order[0]}' "
+                  f"(cosine {score[order[0]]:.2f}); '{order[1]}' is close "
+                  f"({score[order[1]]:.2f})")
+    return order[0], notice
+
+
+def _keyed(store: GraphReader, ids: Sequence[str], rel: str
+           ) -> tuple[dict[str, list[tuple[float, str]]], StoreQuery]:
+    """Each member's comparable values of ``rel``: id -> [(key, value text)]."""
+    rows = store.member_values(list(ids), rel)
+    out: dict[str, list[tuple[float, str]]] = {}
+    for i, _, v in rows:
+        k = value_key(v)
+        if k is not None:
+            out.setdefault(i, []).append((k, v))
+    return out, store_query(store, "member_values", {"ids": list(ids), "rel": rel})
+
+
+def _names(store: GraphReader, ids: Sequence[str]) -> dict[str, str]:
+    return {e.id: e.name for e in store.entities_by_id(list(ids))}
+
+
+def _by_value(op: Operation, store: GraphReader, planner: MatcherPlanner, rels: list[str],
+              members: list[str], plain: PlainSet) -> OperationResult:
+    """A filter or a superlative over the members."""
+    out = OperationResult(op=op.op, answer_type="entities", path=path_text(rels) or None,
+                          members=len(members), listed=plain.names[:LISTED])
+    if not members:
+        out.notice = "the planned set is empty: nothing to " + (
+            "filter" if op.op == "filter" else "compare")
+        return out
+    rel, out.notice = _value_relation(store, planner, members,
+                                      f"{op.clause} {op.cue}".strip())
+    if rel is None:
+        return out
+    out.relation = rel
+    keyed, query = _keyed(store, members, rel)
+    out.queries = [query]
+    if op.op == "filter":
+        bound = value_key(op.value or "")
+        assert bound is not None and op.comparator is not None  # the recogniser parsed it
+        comparator = op.comparator
+        kept = {i: max(kv for kv in ks if holds(kv[0], comparator, bound))
+                for i, ks in keyed.items() if any(holds(k, comparator, bound) for k, _ in ks)}
+    else:
+        best = {i: (max(ks) if op.most else min(ks)) for i, ks in keyed.items()}
+        top = (max if op.most else min)((k for k, _ in best.values()), default=None)
+        kept = {i: kv for i, kv in best.items() if kv[0] == top}
+    names = _names(store, list(kept))
+    order = sorted(kept, key=lambda i: (kept[i][0], names.get(i, i)))
+    order = [i for i in order if not is_cvt(names.get(i, i))]
+    out.answer_ids = order
+    out.answer = [names.get(i, i) for i in order]
+    out.values = {names.get(i, i): kept[i][1] for i in order}
+    shown = ", ".join(f"{names.get(i, i)} ({kept[i][1]})" for i in order[:5])
+    more = f" and {len(order) - 5} more" if len(order) > 5 else ""
+    if op.op == "filter":  # the names follow in the answer list
+        out.text = f"{len(order)} of {len(members)} with {rel} {op.cue}"
+    else:
+        out.text = f"{op.cue} by {rel}: {shown}{more}" if order else f"no {rel} values"
+    return out
+
+
+def _compare_values(op: Operation, store: GraphReader, planner: MatcherPlanner,
+                    groups: list[tuple[str, list[str]]]) -> OperationResult:
+    """Which of two entities has the larger (smaller) value of one relation."""
+    ids = [i for _, g in groups for i in g]
+    out = OperationResult(op="compare", answer_type="yes/no" if op.yes_no else "entities",
+                          members=len(groups))
+    rel, out.notice = _value_relation(store, planner, ids, f"{op.clause} {op.cue}".strip())
+    if rel is None:
+        return out
+    out.relation = rel
+    keyed, query = _keyed(store, ids, rel)
+    out.queries = [query]
+    best: list[tuple[float, str, str]] = []  # (key, value, name) per entity
+    for name, g in groups:
+        ks = [kv for i in g for kv in keyed.get(i, [])]
+        if not ks:
+            out.notice = f"{name} has no {rel} value in the KG"
+            return out
+        k, v = max(ks) if op.most else min(ks)
+        best.append((k, v, name))
+        out.values[name] = v
+    pick = (max if op.most else min)(range(2), key=lambda j: best[j][0])
+    tie = best[0][0] == best[1][0]
+    if tie:
+        out.notice = f"both have {rel} {best[0][1]}"
+    facts = "; ".join(f"{n}: {v}" for _, v, n in best)
+    if op.yes_no:
+        out.answer = ["yes" if not tie and pick == 0 else "no"]
+        out.text = f"{rel}: {facts}"
+    else:
+        chosen = [best[j][2] for j in range(2) if tie or j == pick]
+        out.answer = chosen
+        out.answer_ids = [i for name, g in groups if name in chosen for i in g[:1]]
+        out.text = f"{' and '.join(chosen)} ({op.cue} by {rel}: {facts})"
+    return out
+
+
+def _best_path(store: GraphReader, planner: MatcherPlanner, anchors: list[str], text: str
+               ) -> tuple[PathT, float] | None:
+    """The matcher's best path from ``anchors`` for ``text`` (the beam's top) and its
+    score."""
+    score, quick = text_scorers(planner, text)
+    grown = grow(store, anchors, score, planner.beam, quick)
+    best = min(grown.scores, key=lambda t: (-grown.scores[t], len(t), t), default=None)
+    return None if best is None else (best, grown.scores[best])
+
+
+def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
+                    candidate: Candidate, groups: list[tuple[str, list[str]]]
+                    ) -> OperationResult:
+    """Which of two entities reaches more (fewer) nodes over the path the question asks
+    for (planned from the first, counted from both)."""
+    out = OperationResult(op="compare", answer_type="yes/no" if op.yes_no else "entities",
+                          members=len(groups))
+    text = plan_text(unbracketed(op.clause), [n for n, _ in groups])
+    best = _best_path(store, planner, groups[0][1], text)
+    if best is None:
+        out.notice = f"no relation path from {groups[0][0]} fits the question"
+        return out
+    t = best[0]
+    out.path = path_text(t)
+    counts = []
+    for name, g in groups:
+        n, qs = count_path(store, g, t, planner.beam.walk_limit)
+        counts.append(n)
+        out.queries.extend(qs)
+        out.values[name] = str(n)
+    pick = (max if op.most else min)(range(2), key=lambda j: counts[j])
+    tie = counts[0] == counts[1]
+    facts = "; ".join(f"{n}: {c}" for (n, _), c in zip(groups, counts))
+    if op.yes_no:
+        out.answer = ["yes" if not tie and pick == 0 else "no"]
+        out.text = f"{out.path}: {facts}"
+    else:
+        chosen = [groups[j][0] for j in range(2) if tie or j == pick]
+        out.answer = chosen
+        out.answer_ids = [groups[j][1][0] for j in range(2) if tie or j == pick]
+        out.text = f"{' and '.join(chosen)} ({out.path}: {facts})"
+    return out
+
+
+def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate: Candidate,
+            groups: list[tuple[str, list[str]]]) -> OperationResult:
+    """Whether the path the question asks for leads from one entity to the other: each
+    entity plans it (the matcher's top path from it), and yes when either reading reaches
+    the other entity (Freebase holds many facts under one of an inverse pair only:
+    `tourist_attractions` from the city or `near_travel_destination` from the
+    attraction). Measured limit: an entity that lacks the asked relation plans its best
+    available one, which may reach the other ("did [an actor] direct [a film whose
+    director the KG lacks]" reads `starred_actors`: a wrong yes; bench/README)."""
+    out = OperationResult(op="exists", answer_type="yes/no", members=len(groups))
+    text = plan_text(unbracketed(op.base), [n for n, _ in groups])
+    sides = []
+    for (name, g), (other, targets) in ((groups[0], groups[1]), (groups[1], groups[0])):
+        best = _best_path(store, planner, g, text)
+        if best is None:
+            continue
+        t, score = best
+        reach = bool(set(targets) & _ends(store, planner, g, t))
+        out.queries.append(store_query(store, "follow_relation", {"ids": list(g),
+                                                                  "rel": t[0]}))
+        sides.append((score, reach, name, other, t))
+    if not sides:
+        out.answer = ["no"]
+        out.text = "no relation path from either entity"
+        return out
+    score, reach, name, other, t = max(sides, key=lambda x: (x[1], x[0]))
+    out.path = path_text(t)
+    out.answer = ["yes" if reach else "no"]
+    out.text = (f"{name} > {out.path} > {other}" if reach else
+                f"{other} is not at the end of '{out.path}' from {name}")
+    return out
+
+
+def _ends(store: GraphReader, planner: MatcherPlanner, anchors: list[str], t: PathT
+          ) -> set[str]:
+    """A path's complete ends from ``anchors`` (CVT nodes walked through)."""
+    grown = Grown()
+    complete(store, anchors, grown, [t], planner.beam.walk_limit)
+    return grown.ends[t]
