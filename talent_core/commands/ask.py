@@ -235,9 +235,9 @@ def ask(
     echo(("answer: " if len(ans.answer) < 2 else f"{len(ans.answer)} answers: ")
          + (" | ".join(shown) or "(none)") + (f" … and {more} more (--json: all)" if more else "")
          + f"   [{ans.decode}, {ans.generator} generator]")
-    if ans.answer_path:
+    if ans.answer_path and ans.operation is None:
         echo(f"  every end of the planned path {ans.answer_path}, best first")
-    for r in ans.ranked[:5]:
+    for r in ans.ranked[:5] if ans.operation is None else []:  # else the set's, above
         echo(f"  {r.score:9.3f}  {r.name}" + ("" if r.prior is None else
                                                f"   (model {r.lm_score:.3f}, path prior "
                                                f"{r.prior:.2f})"))
