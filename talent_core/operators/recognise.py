@@ -6,9 +6,9 @@ exact English construction, measured in bench/README "Operators").
   2005", "more than 3": the set, kept where a value of one relation compares true.
 * **superlative**: "latest", "earliest", "oldest", "highest", ...: the set's members with
   the largest (or smallest) value of one relation.
-* **compare**: two entities and a comparative: "which was released first, [X] or [Y]"
-  (a value of each), "did [X] direct more films than [Y]" (a count of each); yes or no
-  when the question starts with an auxiliary.
+* **compare**: two entities and a comparative: "which was released first, [X] or [Y]",
+  "is X older than Y" (a value of each), "did [X] direct more films than [Y]" (a count of
+  each); yes or no when the question starts with an auxiliary.
 * **exists**: a yes/no question naming two entities: "did [X] star in [Y]".
 
 A filter by an entity value ("comedies starring [X]") is two anchors meeting, which the
@@ -24,8 +24,9 @@ import re
 from talent_core.models import Comparator, Operation
 
 _NUM = r"(-?\d+(?:\.\d+)?(?:-\d{2}(?:-\d{2})?)?)"
-_COUNT = re.compile(r"^\s*(?:how many|(?:what is |what's |give me |tell me )?the number of|"
-                    r"number of|count (?:of |the )?)\s+", re.I)
+_COUNT = re.compile(r"^\s*(?:(?:in |for |on |of )?how many|(?:what is |what's |give me |"
+                    r"tell me )?(?:the )?(?:total )?number of|count(?: of| the| all)?)\s+",
+                    re.I)
 _FILTER = re.compile(r"\b(later than|earlier than|more than|less than|fewer than|at least|"
                      r"at most|after|before|since|until|prior to|over|under|above|below)"
                      r"\s+(?:the year\s+)?" + _NUM + r"(?![\w-])", re.I)
@@ -76,15 +77,15 @@ def _mentions(question: str) -> int:
 
 def recognise(question: str) -> Operation | None:
     """The operator ``question`` asks for, or None: a plain one-path question. Compare and
-    exists need two entities; unbracketed ones are known only after linking, so those
-    are read where the words fit and answered with a notice by `operators.apply` when
-    linking finds fewer than two."""
+    exists need two entities: a question that brackets its entities needs two brackets;
+    unbracketed names are known only after linking, so those are read where the words fit
+    and answered with a notice by `operators.apply` when linking finds fewer than two."""
     masked = _masked(question)
     asked = unbracketed(question)
-    two = _mentions(question) >= 2 or re.search(r"\bor\b", masked, re.I) is not None
-    yes_no = _YES_NO.match(masked)
-    more = _MORE_THAN.search(masked)
-    if more and re.search(r"\bthan\b|\bor\b", masked[more.end():], re.I) and two \
+    two = _mentions(question) != 1  # one [bracketed] entity: it names no second one
+    yes_no = _YES_NO.match(masked) if two else None
+    more = _MORE_THAN.search(masked) if two else None
+    if more and re.search(r"\b(than|or)\b", masked[more.end():], re.I) \
             and not _FILTER.search(masked):
         word = more.group(1).lower()
         counted = _cut(question, more.start(), more.end())
@@ -106,7 +107,7 @@ def recognise(question: str) -> Operation | None:
                          comparator=_COMPARATORS[found.group(1).lower()],
                          value=found.group(2))
     comparative = _COMPARATIVE.search(masked)
-    if comparative and two and (yes_no or re.search(r"\bor\b", masked, re.I)):
+    if comparative and (yes_no or two and re.search(r"\b(or|than)\b", masked, re.I)):
         word = comparative.group(1).lower()
         return Operation(question=asked, op="compare", base=question, cue=word,
                          clause=_clause(masked[:comparative.start()]), most=word in _MOST,

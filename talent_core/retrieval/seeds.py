@@ -267,9 +267,12 @@ def text_seeds(
     elif spans:
         # multi-word matches are specific ("Some Mother's Son"); a one-word match is often a
         # common word that happens to be an entity (MetaQA's tag "director"): one-word
-        # matches anchor only when no longer span matched
+        # matches anchor only when no longer span matched, or when the question wrote the
+        # word capitalised after its first word, as a name ("did Ridley Scott direct Alien")
         longest = max(n for _, n in spans)
-        seeds.anchor([e.id for e, n in spans if n >= 2 or longest == 1])
+        named = {e.id for text, i, _, hits in exact if i > 0 and text[:1].isupper()
+                 for e in hits}
+        seeds.anchor([e.id for e, n in spans if n >= 2 or longest == 1 or e.id in named])
     elif fulltext_k > 0:
         hits = store.search_names(question, fulltext_k)
         for r, e in enumerate(hits):

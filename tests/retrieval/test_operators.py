@@ -94,6 +94,18 @@ def films_plan(store, person: str) -> tuple[Plan, PlainSet]:
      {"by_count": True, "most": False, "yes_no": False}),
     ("did [Tom Hanks] star in [Forrest Gump]", "exists", {"yes_no": True}),
     ("did Tom Hanks star in Forrest Gump", "exists", {"yes_no": True}),
+    # an analyst's own words (bench/operator_questions.py FREE)
+    ("count the films Martin Scorsese directed", "count",
+     {"base": "which films Martin Scorsese directed"}),
+    ("in how many movies did Tom Hanks act", "count",
+     {"base": "which movies did Tom Hanks act"}),
+    ("what's the total number of films written by Woody Allen", "count", {"noun": "films"}),
+    ("is Jaws older than Alien?", "compare", {"yes_no": True, "most": False,
+                                             "by_count": False}),
+    ("was Inception released after Memento", "compare", {"yes_no": True, "most": True}),
+    ("has Meryl Streep appeared in more films than Robert De Niro", "compare",
+     {"by_count": True, "yes_no": True}),
+    ("which Tom Hanks film came out last", "superlative", {"most": True}),
 ])
 def test_recognise_reads_the_operator_and_its_parts(question, op, fields):
     got = recognise(question)
@@ -110,6 +122,8 @@ def test_recognise_reads_the_operator_and_its_parts(question, op, fields):
     "what films share actors with First Blood",  # a capitalised name is never a cue
     "who directed [The Last Emperor]",  # bracketed words are never cues
     "when was [Heat] released",
+    "is [Willard] considered good",  # MetaQA 1-hop: one bracketed entity, no second one
+    "which film is older than [Alien]",  # one bracketed entity: not two compared
 ])
 def test_plain_questions_are_no_operator(question):
     assert recognise(question) is None

@@ -45,11 +45,18 @@ def test_topic_seeds_anchor_and_sources_merge(mem_store, bow):
 
 
 def test_multi_word_name_matches_anchor_before_one_word_ones(mem_store):
-    # "Speed" (one word) and "Keanu Reeves" (two words) are both entities
-    seeds = text_seeds("did Keanu Reeves star in Speed", mem_store)
+    # "Speed" (one word) and "Keanu Reeves" (two words) are both entities: a one-word
+    # match written in lower case is taken for a common word, not an anchor
+    seeds = text_seeds("did Keanu Reeves star in speed", mem_store)
     assert {s.id for s in seeds.seeds} >= {"Keanu Reeves", "Speed"}
     assert "Speed" not in [a.id for a in seeds.anchors()]
     assert "Keanu Reeves" in [a.id for a in seeds.anchors()]
+    # ... written capitalised after the first word, it is a name: both anchor (a yes/no
+    # question about the two)
+    seeds = text_seeds("did Keanu Reeves star in Speed", mem_store)
+    assert {"Keanu Reeves", "Speed"} <= {a.id for a in seeds.anchors()}
+    seeds = text_seeds("Speed starred Keanu Reeves", mem_store)  # the first word: no sign
+    assert "Speed" not in [a.id for a in seeds.anchors()]
     seeds = text_seeds("who directed Speed", mem_store)
     assert [a.id for a in seeds.anchors()] == ["Speed"]
 
