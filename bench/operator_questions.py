@@ -103,9 +103,16 @@ def year_of(years: dict[str, set[int]], film: str, most: bool) -> int:
     return max(years[film]) if most else min(years[film])
 
 
-def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
-    films_of: dict[tuple[str, str], set[str]] = defaultdict(set)  # (rel, person) -> films
-    people_of: dict[tuple[str, str], set[str]] = defaultdict(set)  # (rel, film) -> people
+HOLDS = {"gt": lambda v, y: v > y, "lt": lambda v, y: v < y, "ge": lambda v, y: v >= y}
+
+Index = dict[tuple[str, str], set[str]]
+
+
+def index_kb(kb: list[tuple[str, str, str]]) -> tuple[Index, Index, dict[str, set[int]]]:
+    """(rel, person) -> films and (rel, film) -> people over the people relations
+    (`COUNT`'s), and film -> release years."""
+    films_of: Index = defaultdict(set)
+    people_of: Index = defaultdict(set)
     years: dict[str, set[int]] = defaultdict(set)
     for h, r, t in kb:
         if r in COUNT:
@@ -113,6 +120,11 @@ def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
             people_of[(r, h)].add(t)
         elif r == "release_year" and t.isdigit():
             years[h].add(int(t))
+    return films_of, people_of, years
+
+
+def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
+    films_of, people_of, years = index_kb(kb)
     rows: list[dict] = []
 
     def add(op: str, question: str, gold: list[str], kind: str = "entities") -> None:
@@ -141,8 +153,7 @@ def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
         template = rng.choice(FILTER[rel])
         word = next(w for w in COMPARATOR if f" {w} " in template)
         cmp = COMPARATOR[word]
-        keep = sorted(f for f, ys in dated.items() if any(
-            (v > y) if cmp == "gt" else (v < y) if cmp == "lt" else (v >= y) for v in ys))
+        keep = sorted(f for f, ys in dated.items() if any(HOLDS[cmp](v, y) for v in ys))
         if not keep or len(keep) == len(dated):
             continue
         add("filter", template.format(x=x, y=y), keep)
@@ -326,13 +337,7 @@ FREE_2 = [  # a second batch, written after the first batch's run changed the ru
 def free_gold(kb: list[tuple[str, str, str]]) -> list[dict]:
     """The FREE questions with their gold from the KB (the operators' semantics: a film's
     years all count, the largest for "latest", the smallest for "first")."""
-    films_of: dict[tuple[str, str], set[str]] = defaultdict(set)
-    years: dict[str, set[int]] = defaultdict(set)
-    for h, r, t in kb:
-        films_of[(r, t)].add(h)
-        if r == "release_year" and t.isdigit():
-            years[h].add(int(t))
-    test = {"gt": lambda v, y: v > y, "lt": lambda v, y: v < y, "ge": lambda v, y: v >= y}
+    films_of, _, years = index_kb(kb)
     rows = []
     batches = [("free-1", q) for q in FREE] + [("free-2", q) for q in FREE_2]
     for split, (question, op, spec) in batches:
@@ -340,7 +345,7 @@ def free_gold(kb: list[tuple[str, str, str]]) -> list[dict]:
             gold, kind = [str(len(films_of[spec]))], "number"
         elif op == "filter":
             rel, x, cmp, y = spec
-            gold = sorted(f for f in films_of[(rel, x)] if any(test[cmp](v, y)
+            gold = sorted(f for f in films_of[(rel, x)] if any(HOLDS[cmp](v, y)
                                                                  for v in years[f]))
             kind = "entities"
         elif op == "superlative":

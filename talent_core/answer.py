@@ -25,7 +25,7 @@ from talent_core.models import (
     Selection,
 )
 from talent_core.operators import PlainSet, apply
-from talent_core.operators.run import mention_groups
+from talent_core.operators.run import answered_in_store
 from talent_core.planning import Plan, plan_paths
 from talent_core.planning.paths import rescore
 from talent_core.store import GraphReader
@@ -143,8 +143,7 @@ def answer(
         return Answer(question=question, candidate=candidate, timings_ms=timings)
     assert retriever is not None and generator is not None
     op = candidate.operation
-    if op is not None and op.op in ("compare", "exists") and planner is not None \
-            and decode == "ranked" and len(mention_groups(candidate)) >= 2:
+    if planner is not None and decode == "ranked" and answered_in_store(candidate):
         # two entities compared or joined: the store answers, no language model
         t = time.perf_counter()
         result = apply(op, store, planner, candidate, Plan(), PlainSet([], [], None))

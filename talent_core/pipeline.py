@@ -35,7 +35,7 @@ from talent_core.models import (
     Turn,
 )
 from talent_core.operators import recognise
-from talent_core.operators.run import mention_groups
+from talent_core.operators.run import answered_in_store
 from talent_core.planning import Plan, join_plan, plan_paths
 from talent_core.planning.plan import MatcherPlanner, reading_scorer, resolve
 from talent_core.questions import FORMAT_STOPWORDS, QuestionFormat, parse_question
@@ -224,8 +224,7 @@ class Pipeline:
         candidate.operation = operation
         if not (config.plan_join and self.planner is not None and candidate.anchors):
             return candidate, None
-        if operation is not None and operation.op in ("compare", "exists") \
-                and len(mention_groups(candidate)) >= 2:
+        if answered_in_store(candidate):
             return candidate, None  # the operator plans from each entity, S needs no join
         t = time.perf_counter()
         plan = self.plan(candidate)

@@ -35,11 +35,10 @@ _COMPARATORS: dict[str, Comparator] = {
     "earlier than": "lt", "before": "lt", "prior to": "lt", "less than": "lt",
     "fewer than": "lt", "under": "lt", "below": "lt", "since": "ge", "at least": "ge",
     "at most": "le", "until": "le"}
+# the cue words that ask for the largest value; every other cue asks for the smallest
 _MOST = ("most recent", "latest", "newest", "last", "youngest", "highest", "largest",
          "biggest", "longest", "greatest", "later", "newer", "younger", "more recent",
          "after", "higher", "larger", "bigger", "longer", "more")
-_LEAST = ("earliest", "oldest", "first", "lowest", "smallest", "shortest", "earlier",
-          "older", "sooner", "before", "lower", "smaller", "shorter", "fewer", "less")
 _SUPERLATIVE = re.compile(r"\b(most recent|latest|newest|last|youngest|highest|largest|"
                           r"biggest|longest|greatest|earliest|oldest|first|lowest|smallest|"
                           r"shortest)\b", re.I)

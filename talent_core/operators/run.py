@@ -17,7 +17,7 @@ from talent_core.models import Candidate, Operation, OperationResult, StoreQuery
 from talent_core.operators.recognise import unbracketed
 from talent_core.operators.values import comparable_share, holds, value_key
 from talent_core.planning import Plan
-from talent_core.planning.beam import Grown, complete, grow
+from talent_core.planning.beam import grow
 from talent_core.planning.paths import PathT, plan_text, walk
 from talent_core.planning.plan import MatcherPlanner, text_scorers
 from talent_core.store import GraphReader
@@ -54,9 +54,9 @@ def apply(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate:
                 members=len(groups), notice=f"read as a {op.op} of two entities, but the "
                 f"KG matched one ({found}): the plain answer is shown")
         if op.op == "exists":
-            return _exists(op, store, planner, candidate, groups[:2])
+            return _exists(op, store, planner, groups[:2])
         if op.by_count:
-            return _compare_counts(op, store, planner, candidate, groups[:2])
+            return _compare_counts(op, store, planner, groups[:2])
         return _compare_values(op, store, planner, groups[:2])
     rels = _rels_of(plan, plain.path)
     members = plain.ids or sorted(plan.ends.get(plan.paths[0].text, set()) if plan.paths
@@ -64,6 +64,14 @@ def apply(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate:
     if op.op == "count":
         return _count(op, store, planner, candidate, plan, rels, members, plain)
     return _by_value(op, store, planner, rels, members, plain)
+
+
+def answered_in_store(candidate: Candidate) -> bool:
+    """The question compares or joins two linked entities (compare / exists): the operator
+    answers from the store alone, S needs no plan and no language model runs."""
+    op = candidate.operation
+    return (op is not None and op.op in ("compare", "exists")
+            and len(mention_groups(candidate)) >= 2)
 
 
 def mention_groups(candidate: Candidate) -> list[tuple[str, list[str]]]:
@@ -95,7 +103,7 @@ def _rels_of(plan: Plan, path: str | None) -> list[str]:
 def store_query(store: GraphReader, name: str, params: dict) -> StoreQuery:
     """The evidence of one store query: its statement in the store's dialect (the
     in-memory reference store runs the same operation in Python) and its parameters."""
-    dialect = getattr(store, "dialect", "memory")
+    dialect = store.dialect
     cypher = (statement(name, dialect) if dialect in DIALECTS else
               f"(in-memory reference store: GraphReader.{name} in Python)")
     shown: dict[str, object] = {}
@@ -207,13 +215,34 @@ def _by_value(op: Operation, store: GraphReader, planner: MatcherPlanner, rels: 
     out.answer_ids = order
     out.answer = [names.get(i, i) for i in order]
     out.values = {names.get(i, i): kept[i][1] for i in order}
-    shown = ", ".join(f"{names.get(i, i)} ({kept[i][1]})" for i in order[:5])
-    more = f" and {len(order) - 5} more" if len(order) > 5 else ""
     if op.op == "filter":  # the names follow in the answer list
         out.text = f"{len(order)} of {len(members)} with {rel} {op.cue}"
+    elif order:
+        shown = ", ".join(f"{names.get(i, i)} ({kept[i][1]})" for i in order[:5])
+        more = f" and {len(order) - 5} more" if len(order) > 5 else ""
+        out.text = f"{op.cue} by {rel}: {shown}{more}"
     else:
-        out.text = f"{op.cue} by {rel}: {shown}{more}" if order else f"no {rel} values"
+        out.text = f"no {rel} values"
     return out
+
+
+def _decide(op: Operation, out: OperationResult, groups: list[tuple[str, list[str]]],
+            keys: Sequence[float], why: str, yes_no_why: str | None = None) -> bool:
+    """``out``'s answer from the two entities' keys (a value or a count): yes when the
+    first has the larger (``op.most``, else smaller) key, else the entity that has it
+    (both on a tie); ``why`` in the text (``yes_no_why`` for a yes/no when given). Returns
+    whether the keys tie."""
+    pick = (max if op.most else min)(range(2), key=lambda j: keys[j])
+    tie = keys[0] == keys[1]
+    if op.yes_no:
+        out.answer = ["yes" if not tie and pick == 0 else "no"]
+        out.text = yes_no_why or why
+    else:
+        chosen = [j for j in range(2) if tie or j == pick]
+        out.answer = [groups[j][0] for j in chosen]
+        out.answer_ids = [groups[j][1][0] for j in chosen]
+        out.text = f"{' and '.join(out.answer)} ({why})"
+    return tie
 
 
 def _compare_values(op: Operation, store: GraphReader, planner: MatcherPlanner,
@@ -228,28 +257,18 @@ def _compare_values(op: Operation, store: GraphReader, planner: MatcherPlanner,
     out.relation = rel
     keyed, query = _keyed(store, ids, rel)
     out.queries = [query]
-    best: list[tuple[float, str, str]] = []  # (key, value, name) per entity
+    best: list[tuple[float, str]] = []  # (key, value) per entity
     for name, g in groups:
         ks = [kv for i in g for kv in keyed.get(i, [])]
         if not ks:
             out.notice = f"{name} has no {rel} value in the KG"
             return out
-        k, v = max(ks) if op.most else min(ks)
-        best.append((k, v, name))
-        out.values[name] = v
-    pick = (max if op.most else min)(range(2), key=lambda j: best[j][0])
-    tie = best[0][0] == best[1][0]
-    if tie:
+        best.append(max(ks) if op.most else min(ks))
+        out.values[name] = best[-1][1]
+    facts = "; ".join(f"{n}: {v}" for n, v in out.values.items())
+    if _decide(op, out, groups, [k for k, _ in best], f"{op.cue} by {rel}: {facts}",
+               f"{rel}: {facts}"):
         out.notice = f"both have {rel} {best[0][1]}"
-    facts = "; ".join(f"{n}: {v}" for _, v, n in best)
-    if op.yes_no:
-        out.answer = ["yes" if not tie and pick == 0 else "no"]
-        out.text = f"{rel}: {facts}"
-    else:
-        chosen = [best[j][2] for j in range(2) if tie or j == pick]
-        out.answer = chosen
-        out.answer_ids = [i for name, g in groups if name in chosen for i in g[:1]]
-        out.text = f"{' and '.join(chosen)} ({op.cue} by {rel}: {facts})"
     return out
 
 
@@ -264,8 +283,7 @@ def _best_path(store: GraphReader, planner: MatcherPlanner, anchors: list[str], 
 
 
 def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
-                    candidate: Candidate, groups: list[tuple[str, list[str]]]
-                    ) -> OperationResult:
+                    groups: list[tuple[str, list[str]]]) -> OperationResult:
     """Which of two entities reaches more (fewer) nodes over the path the question asks
     for (planned from the first, counted from both)."""
     out = OperationResult(op="compare", answer_type="yes/no" if op.yes_no else "entities",
@@ -283,21 +301,12 @@ def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
         counts.append(n)
         out.queries.extend(qs)
         out.values[name] = str(n)
-    pick = (max if op.most else min)(range(2), key=lambda j: counts[j])
-    tie = counts[0] == counts[1]
-    facts = "; ".join(f"{n}: {c}" for (n, _), c in zip(groups, counts))
-    if op.yes_no:
-        out.answer = ["yes" if not tie and pick == 0 else "no"]
-        out.text = f"{out.path}: {facts}"
-    else:
-        chosen = [groups[j][0] for j in range(2) if tie or j == pick]
-        out.answer = chosen
-        out.answer_ids = [groups[j][1][0] for j in range(2) if tie or j == pick]
-        out.text = f"{' and '.join(chosen)} ({out.path}: {facts})"
+    facts = "; ".join(f"{n}: {c}" for n, c in out.values.items())
+    _decide(op, out, groups, counts, f"{out.path}: {facts}")
     return out
 
 
-def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate: Candidate,
+def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner,
             groups: list[tuple[str, list[str]]]) -> OperationResult:
     """Whether the path the question asks for leads from one entity to the other: each
     entity plans it (the matcher's top path from it), and yes when either reading reaches
@@ -314,7 +323,8 @@ def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner, candidat
         if best is None:
             continue
         t, score = best
-        reach = bool(set(targets) & _ends(store, planner, g, t))
+        walked, _ = walk(store.follow, g, [t], limit=planner.beam.walk_limit)
+        reach = bool(set(targets) & walked[t])
         out.queries.append(store_query(store, "follow_relation", {"ids": list(g),
                                                                   "rel": t[0]}))
         sides.append((score, reach, name, other, t))
@@ -328,11 +338,3 @@ def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner, candidat
     out.text = (f"{name} > {out.path} > {other}" if reach else
                 f"{other} is not at the end of '{out.path}' from {name}")
     return out
-
-
-def _ends(store: GraphReader, planner: MatcherPlanner, anchors: list[str], t: PathT
-          ) -> set[str]:
-    """A path's complete ends from ``anchors`` (CVT nodes walked through)."""
-    grown = Grown()
-    complete(store, anchors, grown, [t], planner.beam.walk_limit)
-    return grown.ends[t]
