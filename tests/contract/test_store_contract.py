@@ -642,6 +642,65 @@ def test_embedded_kill9_loses_no_acknowledged_write(tmp_path):
     s2.stop_server()
 
 
+def test_embedded_start_that_stalls_is_killed_and_started_again(tmp_path, monkeypatch, caplog):
+    """A server that hangs at start-up (seen in CI after a kill -9: RDB decoded, then idle)
+    is stopped here with SIGSTOP: it neither answers nor uses CPU. The starter kills it and
+    starts another; nothing acknowledged before is lost."""
+    from talent_core.store import falkordb_server
+
+    d = tmp_path / "data"
+    s = _store(d)
+    s.ensure_schema(8)
+    load_people(s)
+    os.kill(s.server.pid, signal.SIGKILL)
+    _wait_gone(s)
+    real_start, stalled = falkordb_server.EmbeddedServer._start, []
+
+    def start_and_freeze(self, lock_fd):
+        real_start(self, lock_fd)
+        if not stalled:
+            stalled.append(self._proc.pid)
+            os.kill(self._proc.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(falkordb_server.EmbeddedServer, "_start", start_and_freeze)
+    s2 = _store(d)
+    s2.server.stall_timeout, s2.server.start_timeout = 6.0, 120.0
+    with caplog.at_level("WARNING", logger=falkordb_server.__name__):
+        assert counts(s2) == (5, 3, 4, 5)
+    assert stalled and s2.server.pid != stalled[0]
+    assert not psutil_alive(stalled[0])
+    assert any("stalled at start-up" in r.getMessage() for r in caplog.records)
+    s2.stop_server()
+
+
+def test_embedded_start_that_always_stalls_is_a_clear_error(tmp_path, monkeypatch):
+    from talent_core.errors import EmbeddedServerError
+    from talent_core.store import falkordb_server
+
+    real_start, frozen = falkordb_server.EmbeddedServer._start, []
+
+    def start_and_freeze(self, lock_fd):
+        real_start(self, lock_fd)
+        frozen.append(self._proc.pid)
+        os.kill(self._proc.pid, signal.SIGSTOP)
+
+    monkeypatch.setattr(falkordb_server.EmbeddedServer, "_start", start_and_freeze)
+    s = _store(tmp_path / "data")
+    s.server.stall_timeout, s.server.restarts = 6.0, 1
+    with pytest.raises(EmbeddedServerError, match="stalled at start-up 2 times"):
+        s.ensure_schema(8)
+    assert len(frozen) == 2 and not any(psutil_alive(pid) for pid in frozen)
+
+
+def psutil_alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_embedded_stale_socket_and_pidfile(tmp_path):
     d = tmp_path / "data"
     d.mkdir()
