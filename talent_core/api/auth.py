@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 STATUS_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                 405: "method_not_allowed", 409: "conflict", 413: "too_large",
-                422: "invalid_request", 429: "busy", 500: "internal", 503: "unavailable",
+                422: "invalid_request", 429: "busy", 500: "internal", 502: "bad_gateway",
+                503: "unavailable",
                 507: "disk_full"}
 
 

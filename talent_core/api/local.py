@@ -57,6 +57,9 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 def fingerprint(settings: Settings) -> str:
     """12 hex digits naming what answers: every setting that changes an answer."""
     kept = settings.model_dump(mode="json", exclude=_NOT_ANSWERS)
+    if settings.llm_api_key is not None:  # dumped as "**********": a new key, a new process
+        key = settings.llm_api_key.get_secret_value().encode()
+        kept["llm_api_key"] = hashlib.sha256(b"talent-llm-key:" + key).hexdigest()
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
 
 

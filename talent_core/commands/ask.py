@@ -254,6 +254,9 @@ def ask(
             echo(f"evidence: {ev['answer']}: {text}")
     echo(f"candidate ({ans.candidate.method}): {len(out['candidate'])} nodes; selected: "
           + ", ".join(n["name"] for n in out["selected"]))
+    if ans.models is not None and ans.models.backend != "local":
+        echo(f"language models ({ans.models.backend} backend): retriever "
+             f"{ans.models.retriever or '(none ran)'}; generator {ans.models.generator}")
     for o in out["out_of_candidate"]:
         echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
 

@@ -17,7 +17,7 @@ from talent_core.llm.graph_prompt import (
     has_graph_prompt,
     prompt_graph,
 )
-from talent_core.llm.lm import LoadedLM, Role
+from talent_core.llm.lm import LanguageModel, Role
 from talent_core.llm.parsing import parse_label, parse_names
 from talent_core.llm.prompts import Rendered, Task, generator_prompt
 from talent_core.llm.ranking import Scored
@@ -35,7 +35,8 @@ class GeneratorModel(Role):
     reads the stored vectors of KG nodes and relations from ``store`` when given;
     ``text_budget`` overrides the adapter's limit on graph-row tokens (0: graph only)."""
 
-    def __init__(self, lm: LoadedLM, adapter: str | None = "generator", task: Task | None = None,
+    def __init__(self, lm: LanguageModel, adapter: str | None = "generator",
+                 task: Task | None = None,
                  max_new_tokens: int = GENERATOR_MAX_NEW_TOKENS, max_length: int | None = None,
                  include_endpoints: bool | None = None,
                  embed: Callable[[list[str]], np.ndarray] | None = None,

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from talent_core.config import Settings, get_settings
 from talent_core.llm.merged import Merged, lora_layers, mergeable, merged, swapped_in
@@ -55,8 +55,36 @@ class Generation:
     new_tokens: int
 
 
+class LanguageModel(Protocol):
+    """What the two roles use of a language model, whichever backend runs it: `LoadedLM`
+    (local weights) or `server.ServerLM` (an OpenAI-compatible server)."""
+
+    backend: str  # "local" / "openai"
+    base_name: str  # the model whose tokenizer and chat template render the prompts
+    tokenizer: Any
+    metas: dict[str, AdapterMeta]  # the adapters it answers with, by role name
+    paths: dict[str, Path]
+
+    def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
+              head: str = "") -> list[Scored]: ...
+
+    def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
+                 prefix: Any = None) -> Generation: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def describe(self, adapter: str | None) -> str: ...
+
+    def ensure_adapter(self, name: str, path: Path) -> None: ...
+
+    def graph_prompt(self, name: str) -> Any: ...
+
+
 class LoadedLM:
-    """A base model loaded once, with optional named adapters."""
+    """A base model loaded once, with optional named adapters (the `local` backend; the
+    `openai` one is `server.ServerLM`, the same interface over HTTP)."""
+
+    backend = "local"
 
     def __init__(
         self,
@@ -121,6 +149,10 @@ class LoadedLM:
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def describe(self, adapter: str | None) -> str:
+        """Which model answers with ``adapter`` (None: the frozen base model)."""
+        return f"{self.base_name} + {adapter} adapter" if adapter else f"{self.base_name}"
 
     def _merged_weights(self, adapter: str) -> Merged | None:
         """``adapter``'s merged weights (built on first use, kept for `merge_capacity`
@@ -239,7 +271,7 @@ class Role:
 
     def __init__(
         self,
-        lm: LoadedLM,
+        lm: LanguageModel,
         adapter: str | None,
         task: Task | None,
         max_new_tokens: int,
@@ -274,3 +306,8 @@ class Role:
     @property
     def frozen(self) -> bool:
         return self.adapter is None
+
+    @property
+    def model(self) -> str:
+        """Which model answers in this role (`LanguageModel.describe`)."""
+        return self.lm.describe(self.adapter)

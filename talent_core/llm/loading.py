@@ -7,9 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from talent_core.config import GENERATOR_MAX_NEW_TOKENS, RETRIEVER_MAX_NEW_TOKENS, Settings
+from talent_core.config import (
+    GENERATOR_MAX_NEW_TOKENS,
+    RETRIEVER_MAX_NEW_TOKENS,
+    Settings,
+    get_settings,
+)
 from talent_core.llm.generator import GeneratorModel
-from talent_core.llm.lm import LoadedLM, Stage
+from talent_core.llm.lm import LanguageModel, LoadedLM, Stage
 from talent_core.llm.models import read_meta
 from talent_core.llm.retriever import RetrieverModel
 
@@ -34,10 +39,28 @@ def load_models(
         adapters["retriever"] = Path(retriever_dir)
     if generator_dir is not None:
         adapters["generator"] = Path(generator_dir)
-    lm = LoadedLM(base_model, adapters, settings, device, on_stage)
+    settings = settings or get_settings()
+    lm: LanguageModel
+    if settings.llm_backend == "openai":
+        from talent_core.errors import LLMServerError
+        from talent_core.llm.graph_prompt import has_graph_prompt
+        from talent_core.llm.server import ServerLM
+
+        if generator_dir is not None and has_graph_prompt(Path(generator_dir)):
+            raise LLMServerError("the graph-prompt generator (G-Retriever soft tokens) runs on "
+                                 "the local backend only: its soft tokens cannot go over "
+                                 "HTTP; use --generator text with TALENT_LLM_BACKEND=openai")
+
+        if on_stage is not None:
+            on_stage(f"language-model server {settings.llm_base_url}", 0, 1)
+        lm = ServerLM(adapters, settings)  # an adapter the server does not serve: frozen
+        if on_stage is not None:
+            on_stage("done", 1, 1)
+    else:
+        lm = LoadedLM(base_model, adapters, settings, device, on_stage)
     task = next((m.task for m in metas), None)
-    retriever = RetrieverModel(lm, "retriever" if retriever_dir else None, task,
+    retriever = RetrieverModel(lm, "retriever" if "retriever" in lm.metas else None, task,
                                retriever_max_new_tokens)
-    generator = GeneratorModel(lm, "generator" if generator_dir else None, task,
+    generator = GeneratorModel(lm, "generator" if "generator" in lm.metas else None, task,
                                generator_max_new_tokens, embed=embed, store=store)
     return retriever, generator

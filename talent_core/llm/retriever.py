@@ -7,7 +7,7 @@ import logging
 from talent_core.config import RETRIEVER_MAX_NEW_TOKENS
 from talent_core.llm.context import GraphView
 from talent_core.llm.features import retriever_inference_prompt
-from talent_core.llm.lm import LoadedLM, Role
+from talent_core.llm.lm import LanguageModel, Role
 from talent_core.llm.parsing import Lookup, match_selection, parse_selection
 from talent_core.llm.prompts import Rendered, Task
 from talent_core.llm.ranking import Scored
@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 class RetrieverModel(Role):
     """R_theta: question + S -> `Selection` (names of S, out-of-S names grounded)."""
 
-    def __init__(self, lm: LoadedLM, adapter: str | None = "retriever", task: Task | None = None,
+    def __init__(self, lm: LanguageModel, adapter: str | None = "retriever",
+                 task: Task | None = None,
                  max_new_tokens: int = RETRIEVER_MAX_NEW_TOKENS,
                  max_length: int | None = None):
         super().__init__(lm, adapter, task, max_new_tokens, max_length)

@@ -13,7 +13,7 @@ ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
                  "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
                  "generator", "plan", "planner", "plan_confidence", "plan_runner_up",
                  "plan_notice", "plan_joint", "answer_path", "links", "reading", "turn",
-                 "not_in_kg", "operation", "evidence", "timings_ms"}
+                 "not_in_kg", "operation", "backend", "evidence", "timings_ms"}
 Q = {"question": "who directed Gravity", "topic_entities": ["Gravity"]}
 
 
@@ -90,6 +90,26 @@ def test_ask_json_is_the_talent_ask_json_shape(client, api_keys):
     assert set(out) == ASK_JSON_KEYS
     assert out["candidate"] and out["frozen"] == ["retriever", "generator"]
     assert {"retriever", "generator"} <= set(out["timings_ms"])
+    assert out["backend"]["backend"] == "local" and out["backend"]["ranking"] == "logprobs"
+
+
+def test_ask_answers_502_when_the_language_model_server_is_down(api_env, api_keys):
+    """TALENT_LLM_BACKEND=openai with nobody at the URL: 502 and the reason, in one line
+    (the same against a real server: tests/e2e/test_server_backend_slow.py)."""
+    from api_helpers import free_port
+    from fastapi.testclient import TestClient
+
+    from talent_core.api.app import create_app
+
+    down = f"http://127.0.0.1:{free_port()}/v1"
+    with TestClient(create_app(api_settings(api_env, llm_backend="openai", llm_base_url=down,
+                                            llm_retries=0))) as c:
+        err = error_of(c.post("/v1/ask", headers=auth(api_keys["read"]), json=Q), 502)
+        assert err["code"] == "bad_gateway" and down in err["message"]
+        assert "cannot connect" in err["message"] and "\n" not in err["message"]
+        r = c.post("/v1/ask", headers=auth(api_keys["read"]), json={**Q, "stream": True})
+        events = sse_events(r.text)
+        assert events[-1][0] == "error" and events[-1][1]["error"]["code"] == "bad_gateway"
 
 
 def test_ask_answers_an_operator_from_the_store(api_env, api_keys):
