@@ -7,12 +7,13 @@ name)). Two ways to get it from a server:
 * **forced** (the default): for a name of tokens t1..tn, n + 1 short requests without echo;
   request j sends the prompt and t1..tj as text, forces t(j+1) with ``logit_bias`` and
   reads its log-probability (servers report it before the bias: llama.cpp, vLLM); the last
-  forces "|" and reads p(EOS) from the top-20 list (absent there: counted as 0; EOS cannot
-  be forced: generation stops on it). llama-cpp-python names every special token "" in that
-  list, keeping the LAST (least likely) of them: a top-100 list took another special
-  token's probability for EOS; in the top 20 EOS is usually the only one. Requests that
-  two names share (a common first word) are sent once. Each is short: the server reuses
-  the prompt's cache and returns one token's log-probabilities.
+  forces "|" and reads p(EOS) from the top list (EOS cannot be forced: generation stops on
+  it), twice: a top 20 and a top 100. llama-cpp-python names every special token "" there,
+  keeping the LAST (least likely) of them: in the top 20 EOS is usually the only special
+  token, so that value is taken where present; else the top 100's "" (EOS, or an
+  underestimate when another special token ranks there too); absent from both: 0.
+  Requests that two names share (a common first word) are sent once. Each is short: the
+  server reuses the prompt's cache and returns one token's log-probabilities.
 * **echo**: two requests per name (followed by "|", and by the end-of-turn token), each
   echoing the prompt's log-probabilities (``echo`` + ``logprobs``); exact wherever the server
   supports it (vLLM), but llama-cpp-python sorts the whole vocabulary for every prompt
@@ -32,7 +33,7 @@ from typing import Any
 from talent_core.errors import LLMServerError
 from talent_core.llm.ranking import scoring_inputs
 
-TOP_K = 20  # the top list the forced end request asks for (p(EOS) is read there)
+TOP_K = (20, 100)  # the top lists the forced end requests ask for (p(EOS) is read there)
 FORCE = 100.0  # logit bias that makes a token the greedy choice
 
 JobResult = tuple[float, dict[str, float]]  # (the read log-probability, the top list)
@@ -117,13 +118,14 @@ def forced_jobs(tokenizer: Any, prompt: str, names: Sequence[str]) -> Plan:
             continue
         steps = [_forced(prompt + prefixes[j], ids[j], tokenizer.decode([ids[j]]), 1)
                  for j in range(len(ids))]
-        end = _forced(prompt + prefixes[-1], bar, tokenizer.decode([bar]), TOP_K)
-        for job in (*steps, end):
+        ends = [_forced(prompt + prefixes[-1], bar, tokenizer.decode([bar]), k) for k in TOP_K]
+        for job in (*steps, *ends):
             jobs.setdefault(job)
 
-        def total(results: dict[Job, JobResult], steps=steps, end=end) -> float:
-            p_bar, top = results[end]
-            eos = top.get(eos_text, top.get(""))  # llama-cpp-python shows special tokens as ""
+        def total(results: dict[Job, JobResult], steps=steps, ends=ends) -> float:
+            p_bar = results[ends[0]][0]
+            eos = next((v for top in (results[e][1] for e in ends)
+                        for v in (top.get(eos_text, top.get("")),) if v is not None), None)
             tail = p_bar if eos is None else _logsumexp([p_bar, eos])
             return sum(results[s][0] for s in steps) + tail
 

@@ -175,13 +175,17 @@ def test_forced_jobs_share_prefixes_and_add_the_end(tiny_tok):
     plan = forced_jobs(tiny_tok, "P:", names)
     ids = {n: tiny_tok(n, add_special_tokens=False)["input_ids"] for n in names}
     shared = sum(1 for a, b in zip(ids[names[0]], ids[names[1]], strict=False) if a == b)
-    assert len(plan.jobs) == sum(len(v) + 1 for v in ids.values()) - shared
+    assert len(plan.jobs) == sum(len(v) + 2 for v in ids.values()) - shared
     assert all(j.body["max_tokens"] == 1 and len(j.body["logit_bias"]) == 1 for j in plan.jobs)
     eos = tiny_tok.decode([tiny_tok.eos_token_id])
-    results = {j: (-1.0, {eos: -2.0} if j.body["logprobs"] > 1 else {}) for j in plan.jobs}
+    results = {j: (-1.0, {eos: -2.0} if j.body["logprobs"] == 100 else {}) for j in plan.jobs}
     n = len(ids["tom hanks"])
     assert plan.score("tom hanks", results) == pytest.approx(
         -n + math.log(math.exp(-1.0) + math.exp(-2.0)))
+    # EOS in the top 20: that value, not the top 100's (llama-cpp's "" may be another token)
+    results.update({j: (-1.0, {"": -1.5}) for j in plan.jobs if j.body["logprobs"] == 20})
+    assert plan.score("tom hanks", results) == pytest.approx(
+        -n + math.log(math.exp(-1.0) + math.exp(-1.5)))
     body = plan.jobs[0].body
     assert body["prompt"] == "P:" and body["logit_bias"] == {str(ids["tom hanks"][0]): 100.0}
 
