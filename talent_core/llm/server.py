@@ -162,18 +162,19 @@ class ServerLM:
                                   settings.llm_retries)
         self.client = client
         served = client.models()
+        wanted = {"retriever": settings.llm_retriever_model,
+                  "generator": settings.llm_generator_model}
         if settings.llm_model:
             if settings.llm_model not in served:
                 raise client._fail(f"does not serve the model {settings.llm_model!r} "
                                    f"(TALENT_LLM_MODEL; it serves: {', '.join(served) or 'none'})")
             default = settings.llm_model
-        elif len(served) == 1 or (served and not adapters):
-            default = served[0]
-        else:
-            raise client._fail(f"serves {len(served)} models ({', '.join(served) or 'none'}): "
-                               "name the base model with TALENT_LLM_MODEL")
-        wanted = {"retriever": settings.llm_retriever_model,
-                  "generator": settings.llm_generator_model}
+        else:  # the one model it lists that is not an adapter's
+            bases = [m for m in served if m not in {"retriever", "generator", *wanted.values()}]
+            if len(bases) != 1:
+                raise client._fail(f"serves {len(served)} models ({', '.join(served) or 'none'}"
+                                   "): name the base model with TALENT_LLM_MODEL")
+            default = bases[0]
         self.models: dict[str | None, str] = {None: default}
         self.metas: dict[str, AdapterMeta] = {}
         self.paths: dict[str, Path] = {}

@@ -9,6 +9,7 @@ import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from unittest import mock
 
 import pytest
 
@@ -199,3 +200,25 @@ def test_forced_reader_refuses_a_server_that_ignores_logit_bias():
     assert read(ok) == (-2.3, {" Ash": -2.6})
     with pytest.raises(LLMServerError, match="ignores logit_bias"):
         read({"logprobs": {"tokens": [" Ash"], "token_logprobs": [-2.6], "top_logprobs": [{}]}})
+
+
+def test_server_lm_picks_the_base_model_and_the_served_adapters(fake, tiny_dir, tmp_path):
+    """The base model: the one listed that is no adapter's; a role's adapter: the model of
+    its name where served (its metadata from the local directory), else frozen."""
+    from talent_core.config import Settings
+    from talent_core.llm.server import ServerLM
+
+    base = Settings(_env_file=None, llm_backend="openai", llm_base_url=fake.url,
+                    llm_tokenizer=str(tiny_dir), model_cache_dir=tmp_path)
+    adapters = {"retriever": tmp_path / "r", "generator": tmp_path / "g"}
+    fake.replies = [(200, {"data": [{"id": "base-7b"}, {"id": "retriever"}]}, 0)]
+    with mock.patch("talent_core.llm.server.read_meta", return_value="meta"):
+        lm = ServerLM(adapters, base)
+    assert lm.models == {None: "base-7b", "retriever": "retriever"}
+    assert set(lm.metas) == {"retriever"}  # the generator runs the base model, frozen
+    assert lm.describe(None) == f"base-7b @ {fake.url}"
+    fake.replies = [(200, {"data": [{"id": "a"}, {"id": "b"}]}, 0)]
+    with pytest.raises(LLMServerError, match="serves 2 models .*TALENT_LLM_MODEL"):
+        ServerLM(None, base)
+    fake.replies = [(200, {"data": [{"id": "a"}, {"id": "b"}]}, 0)]
+    assert ServerLM(None, base.model_copy(update={"llm_model": "b"})).models == {None: "b"}
