@@ -41,9 +41,15 @@ def questions(path: Path, per_hop: int) -> list[str]:
 def compare(a: dict[str, float], b: dict[str, float]) -> dict:
     diffs = [abs(a[n] - b[n]) for n in a]
     top_a, top_b = max(a, key=a.get), max(b, key=b.get)
+    worst = max(a, key=lambda n: abs(a[n] - b[n]))
     return {"names": len(a), "max_diff": round(max(diffs), 4),
             "mean_diff": round(statistics.fmean(diffs), 4), "top_local": top_a,
             "top_server": top_b, "same_top": top_a == top_b,
+            # where the tops differ: each backend's lead of its top over the other's (a
+            # near-tie that the kernels' differences flip, or a real difference)
+            "local_lead": round(a[top_a] - a[top_b], 4),
+            "server_lead": round(b[top_b] - b[top_a], 4),
+            "worst": {"name": worst, "local": round(a[worst], 4), "server": round(b[worst], 4)},
             "diffs": [round(d, 4) for d in diffs]}
 
 
