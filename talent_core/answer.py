@@ -238,7 +238,7 @@ def answer(
         answer_path=answer_path,
         answer_ids=answer_ids,
         operation=result,
-        models=ModelUse(backend="openai" if generator.lm.backend == "openai" else "local",
+        models=ModelUse(backend=generator.lm.backend,
                         retriever=retriever.model if selection is not None else None,
                         generator=generator.model,
                         ranking="logprobs" if decode == "ranked" else "free"),

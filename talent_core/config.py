@@ -15,7 +15,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from talent_core.errors import SettingsError
-from talent_core.models import AnswerSetRule, Decode, GeneratorType, QuestionFormat
+from talent_core.models import AnswerSetRule, Decode, GeneratorType, LLMBackend, QuestionFormat
 
 # defaults that code outside the settings also uses (one declaration each)
 MAX_QUESTION_CHARS = 4096  # longest accepted question, in characters
@@ -162,7 +162,7 @@ class Settings(BaseSettings):
     # where both LLM roles run: "local" (the weights in this process: transformers + peft)
     # or "openai" (an OpenAI-compatible server: vLLM, llama.cpp, Ollama, a hosted API;
     # talent_core/llm/server.py, docs/own-model.md)
-    llm_backend: Literal["local", "openai"] = "local"
+    llm_backend: LLMBackend = "local"
     llm_base_url: str | None = None  # the server's API root, e.g. http://127.0.0.1:8000/v1
     llm_api_key: SecretStr | None = None  # sent as a bearer token, never shown
     # the server's base model (the frozen roles); default: the one model it lists

@@ -349,11 +349,14 @@ UNSURE_BELOW = 0.5  # a plan whose top path is less likely than this is said to 
 CLOSE_RATIO = 0.5  # ... or whose runner-up is more than this fraction as likely as the top
 
 
+LLMBackend = Literal["local", "openai"]  # Settings.llm_backend: where both LLM roles run
+
+
 class ModelUse(BaseModel):
     """Which language model answered in each role, where (Settings.llm_backend) and how
     ranked decoding scored names."""
 
-    backend: Literal["local", "openai"] = "local"
+    backend: LLMBackend = "local"
     retriever: str | None = None  # None: no retriever ran (retrieval-only / no-retriever)
     generator: str | None = None
     # "logprobs": each name's log-likelihood (local forward pass / the server's prompt

@@ -39,6 +39,7 @@ from talent_core.llm.ranking import (
     select_top,
 )
 from talent_core.llm.threads import torch_threads
+from talent_core.models import LLMBackend
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class LanguageModel(Protocol):
     """What the two roles use of a language model, whichever backend runs it: `LoadedLM`
     (local weights) or `server.ServerLM` (an OpenAI-compatible server)."""
 
-    backend: str  # "local" / "openai"
+    backend: LLMBackend
     base_name: str  # the model whose tokenizer and chat template render the prompts
     tokenizer: Any
     metas: dict[str, AdapterMeta]  # the adapters it answers with, by role name
@@ -84,7 +85,7 @@ class LoadedLM:
     """A base model loaded once, with optional named adapters (the `local` backend; the
     `openai` one is `server.ServerLM`, the same interface over HTTP)."""
 
-    backend = "local"
+    backend: LLMBackend = "local"
 
     def __init__(
         self,

@@ -42,14 +42,11 @@ def load_models(
     settings = settings or get_settings()
     lm: LanguageModel
     if settings.llm_backend == "openai":
-        from talent_core.errors import LLMServerError
         from talent_core.llm.graph_prompt import has_graph_prompt
-        from talent_core.llm.server import ServerLM
+        from talent_core.llm.server import ServerLM, graph_prompt_refused
 
         if generator_dir is not None and has_graph_prompt(Path(generator_dir)):
-            raise LLMServerError("the graph-prompt generator (G-Retriever soft tokens) runs on "
-                                 "the local backend only: its soft tokens cannot go over "
-                                 "HTTP; use --generator text with TALENT_LLM_BACKEND=openai")
+            raise graph_prompt_refused()
 
         if on_stage is not None:
             on_stage(f"language-model server {settings.llm_base_url}", 0, 1)

@@ -36,6 +36,7 @@ from talent_core.errors import LLMServerError
 from talent_core.llm.models import AdapterMeta, load_tokenizer, read_meta, resolve_base_model
 from talent_core.llm.ranking import Scored
 from talent_core.llm.server_scoring import Job, JobResult, echo_jobs, forced_jobs
+from talent_core.models import LLMBackend
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,14 @@ class ServerClient:
         return {**choices[0], "usage": reply.get("usage") or {}}
 
 
+def graph_prompt_refused() -> LLMServerError:
+    """The one refusal of the graph-prompt generator on this backend (before any request,
+    `loading.load_models`; or when a role asks for its soft tokens)."""
+    return LLMServerError("the graph-prompt generator (G-Retriever soft tokens) runs on the "
+                          "local backend only: its soft tokens cannot go over HTTP; use "
+                          "--generator text with TALENT_LLM_BACKEND=openai")
+
+
 def _error_text(r: Any) -> str:
     try:
         err = r.json()
@@ -148,7 +157,7 @@ def _error_text(r: Any) -> str:
 class ServerLM:
     """`LoadedLM`'s interface for the roles, on an OpenAI-compatible server (module doc)."""
 
-    backend = "openai"
+    backend: LLMBackend = "openai"
 
     def __init__(self, adapters: dict[str, Path] | None = None, settings: Settings | None = None,
                  client: ServerClient | None = None):
@@ -195,10 +204,8 @@ class ServerLM:
         self.base_name = settings.llm_tokenizer or settings.base_model
         self.tokenizer = load_tokenizer(resolve_base_model(self.base_name,
                                                            settings.model_cache_dir))
-        self.device = "server"
-        self.concurrency = settings.llm_concurrency
         self.scoring = settings.llm_scoring
-        self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="talent-llm")
+        self._pool = ThreadPoolExecutor(settings.llm_concurrency, thread_name_prefix="talent-llm")
 
     # --- what the roles call ---------------------------------------------------------------
     def model_name(self, adapter: str | None) -> str:
@@ -216,8 +223,7 @@ class ServerLM:
                                  f": serve it as a model named {name!r} (vLLM --lora-modules)")
 
     def graph_prompt(self, name: str) -> Any:
-        raise LLMServerError("the graph-prompt generator (G-Retriever soft tokens) runs on the "
-                             "local backend only: its soft tokens cannot go over HTTP")
+        raise graph_prompt_refused()
 
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
               head: str = "") -> list[Scored]:

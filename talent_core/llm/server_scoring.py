@@ -4,11 +4,11 @@ list of names, and how each reply is read (pure; `server.ServerLM.score` sends t
 The score is `ranking`'s: log p(name | prompt) + log(p("|" | prompt, name) + p(EOS | prompt,
 name)). Two ways to get it from a server:
 
-* **forced** (the default): for a name of tokens t1..tn, n + 1 short requests without echo;
+* **forced** (the default): for a name of tokens t1..tn, n + 2 short requests without echo;
   request j sends the prompt and t1..tj as text, forces t(j+1) with ``logit_bias`` and
   reads its log-probability (servers report it before the bias: llama.cpp, vLLM); the last
-  forces "|" and reads p(EOS) from the top list (EOS cannot be forced: generation stops on
-  it), twice: a top 20 and a top 100. llama-cpp-python names every special token "" there,
+  two force "|" and read p(EOS) from a top list (EOS cannot be forced: generation stops on
+  it): a top 20 and a top 100. llama-cpp-python names every special token "" there,
   keeping the LAST (least likely) of them: in the top 20 EOS is usually the only special
   token, so that value is taken where present; else the top 100's "" (EOS, or an
   underestimate when another special token ranks there too); absent from both: 0.
@@ -73,6 +73,10 @@ def _logsumexp(values: Sequence[float]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in values))
 
 
+def _malformed(lp: object) -> LLMServerError:
+    return LLMServerError(f"malformed log-probabilities from the server: {str(lp)[:160]}")
+
+
 def _no_logprobs() -> LLMServerError:
     return LLMServerError("the server returned no log-probabilities: ranked decoding needs "
                           "them (vLLM; llama-cpp-python with --logits_all true); or answer "
@@ -91,7 +95,7 @@ def forced_reader(expected: str) -> Callable[[dict[str, Any]], JobResult]:
         tops = lp.get("top_logprobs") or [{}]
         if not (isinstance(tokens, list) and isinstance(values, list) and tokens and values
                 and isinstance(values[0], int | float) and isinstance(tops[0], dict | None)):
-            raise LLMServerError(f"malformed log-probabilities from the server: {str(lp)[:160]}")
+            raise _malformed(lp)
         if tokens[0].strip() != expected.strip():
             raise LLMServerError(f"the server generated {tokens[0]!r} where logit_bias forced "
                                  f"{expected!r}: it ignores logit_bias; set "
@@ -181,14 +185,12 @@ def continuation_logprob(choice: dict[str, Any], prompt: str, targets: Sequence[
     llama-cpp-python's offsets leave out the special tokens it drops (BOS)."""
     lp = choice.get("logprobs")
     if not isinstance(lp, dict):
-        raise LLMServerError("the server returned no log-probabilities: ranked decoding needs "
-                             "the prompt's (vLLM; llama-cpp-python with --logits_all true); "
-                             "or answer with --decode free")
+        raise _no_logprobs()
     values, tokens = lp.get("token_logprobs"), lp.get("tokens")
     if not (isinstance(values, list) and isinstance(tokens, list)
             and len(values) == len(tokens) and len(tokens) > generated
             and all(isinstance(t, str) for t in tokens)):
-        raise LLMServerError(f"malformed log-probabilities from the server: {str(lp)[:160]}")
+        raise _malformed(lp)
     tokens, values = tokens[:len(tokens) - generated], values[:len(values) - generated]
     spelled, longest = "", max(len(t) for t in targets)
     space = prompt[len(prompt.rstrip()):]  # a prompt's trailing space may join the name
