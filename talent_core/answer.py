@@ -241,5 +241,5 @@ def answer(
         models=ModelUse(backend=generator.lm.backend,
                         retriever=retriever.model if selection is not None else None,
                         generator=generator.model,
-                        ranking="logprobs" if decode == "ranked" else "free"),
+                        ranking=generator.lm.ranking if decode == "ranked" else "free"),
     )

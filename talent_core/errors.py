@@ -79,6 +79,10 @@ class ScorerError(TalentError, ValueError):
     """A scorer checkpoint that is missing, malformed or does not fit the store/embedder."""
 
 
+class TrainingBusyError(TalentError, RuntimeError):
+    """The same matcher is being trained by another process or job right now."""
+
+
 class PlannerError(TalentError, ValueError):
     """A planner directory that cannot be used (missing, malformed, another embedder)."""
 
@@ -104,6 +108,12 @@ class LLMServerError(TalentError, RuntimeError):
     """The language-model server (TALENT_LLM_BACKEND=openai) could not give what was asked:
     down, too slow, an HTTP error, a reply that is not an OpenAI one, a model it does not
     serve, no prompt log-probabilities. One line; the CLI exits 2, the API answers 502."""
+
+
+class LogprobsUnavailable(LLMServerError):
+    """The server gives no usable log-probabilities for ranked decoding (none returned,
+    ``logit_bias`` ignored, no ``/completions``): with TALENT_LLM_SCORING=auto the model
+    then chooses among numbered candidates instead (`llm.server_choice`)."""
 
 
 # --- HTTP API ---------------------------------------------------------------------------

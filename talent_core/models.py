@@ -350,6 +350,11 @@ CLOSE_RATIO = 0.5  # ... or whose runner-up is more than this fraction as likely
 
 
 LLMBackend = Literal["local", "openai"]  # Settings.llm_backend: where both LLM roles run
+# how ranked decoding ranked the names: "logprobs" (each name's log-likelihood: local forward
+# pass, or the server's log-probabilities), "choice" (the model chose among the numbered
+# names with structured output: a server without log-probabilities), "free" (the model
+# wrote its answer, grounded in the KG afterwards)
+Ranking = Literal["logprobs", "choice", "free"]
 
 
 class ModelUse(BaseModel):
@@ -359,9 +364,7 @@ class ModelUse(BaseModel):
     backend: LLMBackend = "local"
     retriever: str | None = None  # None: no retriever ran (retrieval-only / no-retriever)
     generator: str | None = None
-    # "logprobs": each name's log-likelihood (local forward pass / the server's prompt
-    # log-probabilities); "free": the model wrote its answer, grounded in the KG afterwards
-    ranking: Literal["logprobs", "free"] = "logprobs"
+    ranking: Ranking = "logprobs"
 
 
 class Answer(BaseModel):

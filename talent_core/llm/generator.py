@@ -101,7 +101,8 @@ class GeneratorModel(Role):
             names = ranked_names(context, self.task)
         rendered = self._rendered(question, context)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter, names,
-                               prefix=self.soft_prompt(context), head=rendered.head)
+                               prefix=self.soft_prompt(context), head=rendered.head,
+                               chat=rendered.chat)
         if self.task == "label" and any(self.label_bias.values()):
             scored = [replace(s, score=s.score + self.label_bias.get(s.name, 0.0))
                       for s in scored]
@@ -116,7 +117,7 @@ class GeneratorModel(Role):
         / []."""
         rendered = self._rendered(question, context)
         gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens,
-                               prefix=self.soft_prompt(context))
+                               prefix=self.soft_prompt(context), chat=rendered.chat)
         if self.task == "label":
             return parse_label(gen.text, LABELS), gen.text
         return parse_names(gen.text, gen.truncated), gen.text

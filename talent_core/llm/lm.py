@@ -39,7 +39,7 @@ from talent_core.llm.ranking import (
     select_top,
 )
 from talent_core.llm.threads import torch_threads
-from talent_core.models import LLMBackend
+from talent_core.models import LLMBackend, Ranking
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,15 @@ class LanguageModel(Protocol):
     metas: dict[str, AdapterMeta]  # the adapters it answers with, by role name
     paths: dict[str, Path]
 
+    # how `score` ranks names: "logprobs" (their log-likelihood), "choice" (the model
+    # chose among them: a server without log-probabilities), "free" (its free text, grounded)
+    ranking: Ranking
+
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
-              head: str = "") -> list[Scored]: ...
+              head: str = "", chat: tuple[str, str] = ("", "")) -> list[Scored]: ...
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
-                 prefix: Any = None) -> Generation: ...
+                 prefix: Any = None, chat: tuple[str, str] = ("", "")) -> Generation: ...
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -86,6 +90,7 @@ class LoadedLM:
     `openai` one is `server.ServerLM`, the same interface over HTTP)."""
 
     backend: LLMBackend = "local"
+    ranking: Ranking = "logprobs"
 
     def __init__(
         self,
@@ -194,7 +199,7 @@ class LoadedLM:
                 yield self.model
 
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
-              head: str = "") -> list[Scored]:
+              head: str = "", chat: tuple[str, str] = ("", "")) -> list[Scored]:
         """Every name's log-likelihood as the first item of the completion of ``prompt``
         (`ranking.scores_with_prompt`: the prompt and the names in one pass); ``head``: the
         prompt's fixed start (`prompts.Rendered.head`), whose KV cache is computed alone
@@ -234,7 +239,7 @@ class LoadedLM:
         return (layers, n) if 0 < n < len(prompt_ids) and prompt_ids[:n] == head_ids else None
 
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
-                 prefix: Any = None) -> Generation:
+                 prefix: Any = None, chat: tuple[str, str] = ("", "")) -> Generation:
         """Greedy completion of ``prompt`` with ``adapter`` (None: the frozen base model);
         ``prefix``: soft tokens (P, H) in front of the prompt (`graph_prompt`)."""
         import torch

@@ -195,6 +195,9 @@ class Rendered:
     # the prompt's start that no question or graph changes (the instructions, up to the
     # question): `LoadedLM.score` computes its KV cache once per adapter
     head: str = ""
+    # the (system, user) turns it was rendered from: a server that ranks by the model's
+    # choice sends them as chat messages (`server_choice`)
+    chat: tuple[str, str] = ("", "")
 
 
 def is_llama2_style(tokenizer: Any, model_name: str | None = None) -> bool:
@@ -211,7 +214,8 @@ def render_chat(
     """One system + one user turn, with the assistant turn opened."""
     if is_llama2_style(tokenizer, model_name):
         bos = getattr(tokenizer, "bos_token", None) or ""
-        return Rendered(f"{bos}[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]", " ")
+        return Rendered(f"{bos}[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]", " ",
+                        chat=(system, user))
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     try:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -219,7 +223,7 @@ def render_chat(
         log.debug("chat template rejected a system turn (%s); merging it into the user turn", e)
         merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
         text = tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
-    return Rendered(str(text), "")
+    return Rendered(str(text), "", chat=(system, user))
 
 
 # the paper's texts (E.1 / E.2 and their label-task adaptations): (role, task) -> (system,

@@ -38,7 +38,8 @@ class RetrieverModel(Role):
         """Every node name of S shown in the prompt, scored (`ranking`), best first."""
         rendered, view = self.prompt(question, candidate)
         scored = self.lm.score(rendered.prompt + rendered.answer_prefix, self.adapter,
-                               [name for _, name in view.nodes], head=rendered.head)
+                               [name for _, name in view.nodes], head=rendered.head,
+                               chat=rendered.chat)
         return sorted(scored, key=lambda x: -x.score)
 
     def select(self, question: str, candidate: Candidate, lookup: Lookup | None = None,
@@ -55,5 +56,6 @@ class RetrieverModel(Role):
         if view.dropped_nodes:
             log.info("retriever prompt: %d of %d nodes of S dropped to fit %d tokens",
                      view.dropped_nodes, len(candidate.nodes), self.prompt_budget)
-        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens)
+        gen = self.lm.generate(rendered.prompt, self.adapter, self.max_new_tokens,
+                               chat=rendered.chat)
         return parse_selection(gen.text, candidate, lookup, truncated=gen.truncated)

@@ -10,7 +10,10 @@ metadata — over HTTP, through the server's ``/v1/completions``:
   sent as text.
 * Ranked decoding, the same definition as `ranking` (`server_scoring`: each token of a
   name forced with ``logit_bias`` and its log-probability read, or the prompt's
-  log-probabilities echoed; `Settings.llm_scoring`), requests in parallel.
+  log-probabilities echoed; `Settings.llm_scoring`), requests in parallel. A server without
+  log-probabilities (Ollama, hosted APIs): the model chooses among the numbered names
+  (`server_choice`: structured output where the server takes a JSON schema, else its free
+  text grounded in the names); ``auto`` switches to that on the first reply without them.
 * Adapters: a role uses its adapter when the server serves it as a model (vLLM
   ``--lora-modules retriever=... generator=...``, or `Settings.llm_retriever_model` /
   ``llm_generator_model``); otherwise the role runs the server's base model, frozen, and
@@ -32,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from talent_core.config import Settings, get_settings
-from talent_core.errors import LLMServerError
+from talent_core.errors import LLMServerError, LogprobsUnavailable
 from talent_core.llm.models import AdapterMeta, load_tokenizer, read_meta, resolve_base_model
 from talent_core.llm.ranking import Scored
+from talent_core.llm.server_choice import FORMATS, choice_body, choice_scores, read_choice
 from talent_core.llm.server_scoring import Job, JobResult, echo_jobs, forced_jobs
-from talent_core.models import LLMBackend
+from talent_core.models import LLMBackend, Ranking
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +137,18 @@ class ServerClient:
             raise self._fail(f"/completions sent no choices: {json.dumps(reply)[:160]}")
         return {**choices[0], "usage": reply.get("usage") or {}}
 
+    def chat(self, body: dict[str, Any]) -> tuple[str, bool]:
+        """POST /chat/completions; the first choice's message text, and whether it stopped
+        at ``max_tokens``."""
+        reply = self.request("POST", "/chat/completions", body)
+        choices = reply.get("choices")
+        message = (choices[0].get("message") if isinstance(choices, list) and choices
+                   and isinstance(choices[0], dict) else None)
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            raise self._fail(f"/chat/completions sent no message: {json.dumps(reply)[:160]}")
+        return content, choices[0].get("finish_reason") == "length"
+
 
 def graph_prompt_refused() -> LLMServerError:
     """The one refusal of the graph-prompt generator on this backend (before any request,
@@ -205,6 +221,9 @@ class ServerLM:
         self.tokenizer = load_tokenizer(resolve_base_model(self.base_name,
                                                            settings.model_cache_dir))
         self.scoring = settings.llm_scoring
+        self.way = "forced" if self.scoring == "auto" else self.scoring  # how names are ranked
+        self._chat_only = False  # free decoding through /chat/completions (no /completions)
+        self._format = 0  # the first of server_choice.FORMATS this server has not refused
         self._pool = ThreadPoolExecutor(settings.llm_concurrency, thread_name_prefix="talent-llm")
 
     # --- what the roles call ---------------------------------------------------------------
@@ -225,42 +244,111 @@ class ServerLM:
     def graph_prompt(self, name: str) -> Any:
         raise graph_prompt_refused()
 
+    @property
+    def ranking(self) -> Ranking:
+        return "choice" if self.way == "choice" else "logprobs"
+
     def score(self, prompt: str, adapter: str | None, names: Sequence[str], prefix: Any = None,
-              head: str = "") -> list[Scored]:
-        """Every distinct name's ranked-decoding score (module doc), requests in parallel
-        (`Settings.llm_concurrency`): "forced" (each token of the name forced after its
-        prefix, `server_scoring.forced_jobs`) or "echo" (`server_scoring.echo_jobs`)."""
+              head: str = "", chat: tuple[str, str] = ("", "")) -> list[Scored]:
+        """Every distinct name's score, requests in parallel (`Settings.llm_concurrency`):
+        "forced" (each token of the name forced after its prefix,
+        `server_scoring.forced_jobs`), "echo" (`server_scoring.echo_jobs`) or "choice"
+        (`server_choice`; ``chat``: the prompt's system and user turns); "auto": forced
+        until a reply shows the server has no log-probabilities, then choice."""
         if prefix is not None:
             self.graph_prompt(adapter or "")
         unique = list(dict.fromkeys(n for n in names if n))
         if not unique:
             return []
+        if self.way != "choice":
+            try:
+                return self._logprob_scores(prompt, adapter, unique)
+            except LogprobsUnavailable as e:
+                if self.scoring != "auto":
+                    raise
+                log.warning("%s; ranking by the model's choice among the names from now on "
+                            "(TALENT_LLM_SCORING=auto)", e)
+                self.way = "choice"
+        return choice_scores(unique, self._choose(prompt, adapter, unique, chat))
+
+    def _logprob_scores(self, prompt: str, adapter: str | None, unique: list[str]
+                        ) -> list[Scored]:
         model = self.model_name(adapter)
-        plan = (echo_jobs(self.tokenizer, prompt, unique) if self.scoring == "echo"
+        plan = (echo_jobs(self.tokenizer, prompt, unique) if self.way == "echo"
                 else forced_jobs(self.tokenizer, prompt, unique))
 
         def run(job: Job) -> JobResult:
-            return job.read(self.client.completion({"model": model, **job.body}))
+            try:
+                return job.read(self.client.completion({"model": model, **job.body}))
+            except LogprobsUnavailable:
+                raise
+            except LLMServerError as e:  # no /completions (chat only), or logprobs refused
+                if "HTTP 404" in str(e) or "logprob" in str(e).lower():
+                    raise LogprobsUnavailable(str(e)) from None
+                raise
 
         results = dict(zip(plan.jobs, self._pool.map(run, plan.jobs), strict=True))
         return [Scored(n, plan.score(n, results)) for n in unique]
 
+    def _choose(self, prompt: str, adapter: str | None, names: list[str],
+                chat: tuple[str, str]) -> list[str]:
+        """The names the model chose (`server_choice`), through the first response format
+        the server takes: a 400 or 422 (or an error naming response_format) refusing one
+        moves to the next, for good."""
+        system, user = chat if any(chat) else ("", prompt)
+        model = self.model_name(adapter)
+        while True:
+            fmt = FORMATS[self._format]
+            body = choice_body(system, user, names, fmt)
+            try:
+                content, _ = self.client.chat({"model": model, **body})
+            except LLMServerError as e:
+                refused = (any(f"HTTP {c}" in str(e) for c in (400, 422))
+                           or "response_format" in str(e))  # llama-cpp-python: HTTP 500
+                if not refused or fmt == FORMATS[-1]:
+                    raise
+                log.info("the server refused response_format %s (%s); trying the next", fmt, e)
+                self._format += 1
+                continue
+            chosen, structured = read_choice(content, names)
+            if not structured:
+                log.info("choice reply was not the schema's JSON; grounded as free text: %r",
+                         content[:80])
+            return chosen
+
     def generate(self, prompt: str, adapter: str | None, max_new_tokens: int,
-                 prefix: Any = None) -> Any:
-        """Greedy completion (temperature 0) of ``prompt``."""
+                 prefix: Any = None, chat: tuple[str, str] = ("", "")) -> Any:
+        """Greedy completion (temperature 0) of ``prompt``; on a chat-only server (HTTP 404
+        on /completions) the same turns (``chat``) through /chat/completions."""
         from talent_core.llm.lm import Generation
 
         if prefix is not None:
             self.graph_prompt(adapter or "")
-        choice = self.client.completion({
-            "model": self.model_name(adapter), "prompt": prompt,
-            "max_tokens": max_new_tokens, "temperature": 0.0})
-        text = choice.get("text")
-        if not isinstance(text, str):
-            raise self.client._fail(f"/completions sent no text: {str(choice)[:160]}")
-        usage = choice.get("usage") or {}
-        prompt_tokens = usage.get("prompt_tokens")
-        new_tokens = usage.get("completion_tokens")
-        return Generation(text, choice.get("finish_reason") == "length",
-                          int(prompt_tokens) if prompt_tokens else self.count_tokens(prompt),
-                          int(new_tokens) if new_tokens else self.count_tokens(text))
+        model = self.model_name(adapter)
+        if not self._chat_only:
+            try:
+                choice = self.client.completion({
+                    "model": model, "prompt": prompt, "max_tokens": max_new_tokens,
+                    "temperature": 0.0})
+            except LLMServerError as e:
+                if "HTTP 404" not in str(e) or not any(chat):
+                    raise
+                log.warning("%s: answering through /chat/completions from now on", e)
+                self._chat_only = True
+            else:
+                text = choice.get("text")
+                if not isinstance(text, str):
+                    raise self.client._fail(f"/completions sent no text: {str(choice)[:160]}")
+                usage = choice.get("usage") or {}
+                prompt_tokens = usage.get("prompt_tokens")
+                new_tokens = usage.get("completion_tokens")
+                return Generation(text, choice.get("finish_reason") == "length",
+                                  int(prompt_tokens) if prompt_tokens
+                                  else self.count_tokens(prompt),
+                                  int(new_tokens) if new_tokens else self.count_tokens(text))
+        system, user = chat
+        text, cut = self.client.chat({
+            "model": model, "max_tokens": max_new_tokens, "temperature": 0.0,
+            "messages": [{"role": "system", "content": system},
+                         {"role": "user", "content": user}]})
+        return Generation(text, cut, self.count_tokens(prompt), self.count_tokens(text))

@@ -19,20 +19,26 @@ name)). Two ways to get it from a server:
   supports it (vLLM), but llama-cpp-python sorts the whole vocabulary for every prompt
   token of every request: minutes per name on CPU (bench/README.md).
 
-A name whose prefixes do not decode to whole characters (a multi-byte character split over
-tokens) is scored the echo way whatever the setting.
+A character split over several tokens (a multi-byte one: "ñ") cannot be sent as text
+between them: its tokens are forced in one request (all biased, as many generated) and
+their log-probabilities summed when the server wrote them in order. Only a name that does
+not end on a whole character is scored the echo way.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from talent_core.errors import LLMServerError
+from talent_core.errors import LLMServerError, LogprobsUnavailable
 from talent_core.llm.ranking import scoring_inputs
 
+log = logging.getLogger(__name__)
+
+IMPOSSIBLE = -1e4  # a name the server would not write (`_forced_run`)
 TOP_K = (20, 100)  # the top lists the forced end requests ask for (p(EOS) is read there)
 FORCE = 100.0  # logit bias that makes a token the greedy choice
 
@@ -78,9 +84,10 @@ def _malformed(lp: object) -> LLMServerError:
 
 
 def _no_logprobs() -> LLMServerError:
-    return LLMServerError("the server returned no log-probabilities: ranked decoding needs "
-                          "them (vLLM; llama-cpp-python with --logits_all true); or answer "
-                          "with --decode free")
+    return LogprobsUnavailable(
+        "the server returned no log-probabilities: ranked decoding needs them (vLLM; "
+        "llama-cpp-python with --logits_all true); or rank by the model's choice "
+        "(TALENT_LLM_SCORING=choice or auto), or answer with --decode free")
 
 
 def forced_reader(expected: str) -> Callable[[dict[str, Any]], JobResult]:
@@ -97,9 +104,9 @@ def forced_reader(expected: str) -> Callable[[dict[str, Any]], JobResult]:
                 and isinstance(values[0], int | float) and isinstance(tops[0], dict | None)):
             raise _malformed(lp)
         if tokens[0].strip() != expected.strip():
-            raise LLMServerError(f"the server generated {tokens[0]!r} where logit_bias forced "
-                                 f"{expected!r}: it ignores logit_bias; set "
-                                 "TALENT_LLM_SCORING=echo")
+            raise LogprobsUnavailable(f"the server generated {tokens[0]!r} where logit_bias "
+                                      f"forced {expected!r}: it ignores logit_bias; set "
+                                      "TALENT_LLM_SCORING=echo (or choice)")
         return float(values[0]), {str(k): float(v) for k, v in (tops[0] or {}).items()}
 
     return read
@@ -117,11 +124,16 @@ def forced_jobs(tokenizer: Any, prompt: str, names: Sequence[str]) -> Plan:
     echo_names = []
     for name, ids in zip(inputs.names, inputs.continuations, strict=True):
         prefixes = [tokenizer.decode(ids[:j]) for j in range(len(ids) + 1)]
-        if any("\ufffd" in p for p in prefixes[1:]) or not prefixes[-1]:
+        # text can only be sent in whole characters: a character split over tokens is
+        # forced as one run of those tokens (`_forced_run`)
+        cuts = [0, *(j for j in range(1, len(ids) + 1) if "\ufffd" not in prefixes[j])]
+        if cuts[-1] != len(ids) or not prefixes[-1]:
             echo_names.append(name)
             continue
-        steps = [_forced(prompt + prefixes[j], ids[j], tokenizer.decode([ids[j]]), 1)
-                 for j in range(len(ids))]
+        steps = [_forced(prompt + prefixes[a], ids[a], tokenizer.decode([ids[a]]), 1)
+                 if b - a == 1 else
+                 _forced_run(prompt + prefixes[a], ids[a:b], tokenizer.decode(ids[a:b]))
+                 for a, b in zip(cuts, cuts[1:], strict=False)]
         ends = [_forced(prompt + prefixes[-1], bar, tokenizer.decode([bar]), k) for k in TOP_K]
         for job in (*steps, *ends):
             jobs.setdefault(job)
@@ -139,6 +151,30 @@ def forced_jobs(tokenizer: Any, prompt: str, names: Sequence[str]) -> Plan:
         jobs.update(dict.fromkeys(rest.jobs))
         combine.update(rest.combine)
     return Plan(list(jobs), combine)
+
+
+def _forced_run(text: str, ids: Sequence[int], expected: str) -> Job:
+    """The tokens ``ids`` of one character, forced together: all of them biased, as many
+    generated; their log-probabilities summed when the server wrote them in order (its text
+    is the character), else the name scores as impossible (the model would not write it)."""
+
+    def read(choice: dict[str, Any]) -> JobResult:
+        lp = choice.get("logprobs")
+        if not isinstance(lp, dict):
+            raise _no_logprobs()
+        values = lp.get("token_logprobs")
+        if not (isinstance(values, list) and len(values) == len(ids)
+                and all(isinstance(v, int | float) for v in values)):
+            raise _malformed(lp)
+        if choice.get("text") != expected:
+            log.warning("forced scoring: the server wrote %r for the tokens of %r",
+                        choice.get("text"), expected)
+            return IMPOSSIBLE, {}
+        return float(sum(values)), {}
+
+    return Job((("prompt", text), ("max_tokens", len(ids)), ("temperature", 0.0),
+                ("logprobs", 1), ("logit_bias", tuple((str(i), FORCE) for i in sorted(set(ids))))),
+               read)
 
 
 def _forced(text: str, token: int, token_text: str, top: int) -> Job:
@@ -199,11 +235,12 @@ def continuation_logprob(choice: dict[str, Any], prompt: str, targets: Sequence[
         if spelled in targets or (space and spelled.startswith(space)
                                   and spelled[len(space):] in targets):
             if any(v is None for v in values[j:]):
-                raise LLMServerError("the server echoed no log-probability for a prompt token: "
-                                     "ranked decoding needs them (--decode free does not)")
+                raise LogprobsUnavailable("the server echoed no log-probability for a prompt "
+                                          "token: ranked decoding needs them (--decode free "
+                                          "does not)")
             return float(sum(values[j:]))
         if len(spelled) > longest + len(space):
             break
-    raise LLMServerError(f"the server's echoed tokens do not end with the candidate "
-                         f"{targets[0]!r} (echo=true unsupported?): ranked decoding needs "
-                         f"them; or answer with --decode free")
+    raise LogprobsUnavailable(f"the server's echoed tokens do not end with the candidate "
+                              f"{targets[0]!r} (echo=true unsupported?): ranked decoding "
+                              "needs them; or answer with --decode free")

@@ -168,15 +168,30 @@ def test_faults_are_one_line_and_exit_2(use_server, monkeypatch):
 
 
 def test_a_server_without_prompt_logprobs(use_toy, monkeypatch, tmp_path):
-    """llama.cpp started without --logits_all: ranked decoding says why it cannot run."""
+    """llama.cpp started without --logits_all: TALENT_LLM_SCORING=forced says why ranked
+    decoding cannot run; the default (auto) ranks by the model's choice among the numbered
+    names instead (llama.cpp takes the schema in its own json_object form)."""
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("llama-cpp-python not installed")
+    from talent_core.config import get_settings
+
     proc, url = _serve(False, tmp_path / "server.log")
     try:
         monkeypatch.delenv("TALENT_MODEL_CACHE_DIR")
         msg = _fails(("TALENT_LLM_BACKEND", "openai"), ("TALENT_LLM_BASE_URL", url),
-                     ("TALENT_LLM_RETRIES", "0"), monkeypatch=monkeypatch)
+                     ("TALENT_LLM_RETRIES", "0"), ("TALENT_LLM_SCORING", "forced"),
+                     monkeypatch=monkeypatch)
         assert "logits_all" in msg, msg
+        monkeypatch.setenv("TALENT_LLM_SCORING", "auto")
+        get_settings.cache_clear()
+        r = CliRunner().invoke(app, ["ask", "who directed [Gravity]", "--adapters", "none",
+                                     "--json", "--local"])
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.stdout)
+        assert out["backend"]["ranking"] == "choice"
+        names = {n["name"] for n in out["candidate"]}
+        assert out["answer"] and set(out["answer"]) <= names
     finally:
+        get_settings.cache_clear()
         proc.terminate()
         proc.wait(30)

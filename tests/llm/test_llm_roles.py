@@ -67,7 +67,7 @@ def test_select_maps_output_and_grounds(tiny_dir, settings, candidate, monkeypat
 
     seen: dict[str, str] = {}
 
-    def fake_generate(prompt: str, adapter, max_new_tokens: int) -> Generation:
+    def fake_generate(prompt: str, adapter, max_new_tokens: int, chat=("", "")) -> Generation:
         seen["prompt"] = prompt
         return Generation("Output: james cameron|titanic|kate winslet|atlantis|unknown", False,
                           10, 5)
@@ -102,7 +102,7 @@ def test_label_task_answer(tiny_dir, settings, candidate, monkeypatch) -> None:
 
     lm = LoadedLM(str(tiny_dir), {}, settings)
     monkeypatch.setattr(lm, "generate",
-                        lambda p, a, m, prefix=None: Generation("Counter.", False, 1, 1))
+                        lambda p, a, m, prefix=None, chat=None: Generation("Counter.", False, 1, 1))
     gen = GeneratorModel(lm, None, task="label")
     ctx = gen.context("Argument 1: x\nArgument 2: y", candidate, None)
     assert gen.answer("Argument 1: x\nArgument 2: y", ctx) == (["counter"], "Counter.")

@@ -222,3 +222,18 @@ def test_server_lm_picks_the_base_model_and_the_served_adapters(fake, tiny_dir, 
         ServerLM(None, base)
     fake.replies = [(200, {"data": [{"id": "a"}, {"id": "b"}]}, 0)]
     assert ServerLM(None, base.model_copy(update={"llm_model": "b"})).models == {None: "b"}
+
+
+def test_a_character_split_over_tokens_is_forced_as_one_run():
+    """"Ñ" is two byte tokens: no text can be sent between them, so both are forced in one
+    request and their log-probabilities summed when the server wrote them in order."""
+    from talent_core.llm.server_scoring import IMPOSSIBLE, _forced_run
+
+    job = _forced_run("Acosta ", [235, 5549], "Ñ")
+    body = job.body
+    assert body["max_tokens"] == 2 and body["logit_bias"] == {"235": 100.0, "5549": 100.0}
+    lp = {"tokens": ["", ""], "token_logprobs": [-5.5, -5.7], "top_logprobs": [{}, {}]}
+    assert job.read({"text": "Ñ", "logprobs": lp})[0] == pytest.approx(-11.2)
+    assert job.read({"text": "ÑÑ"[:1] + "x", "logprobs": lp})[0] == IMPOSSIBLE
+    with pytest.raises(LLMServerError, match="malformed"):
+        job.read({"text": "Ñ", "logprobs": {"tokens": [""], "token_logprobs": [-1.0]}})
