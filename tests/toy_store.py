@@ -32,3 +32,21 @@ def toy_data_dir(data: Path) -> Iterator[dict[str, str]]:
         yield env
     finally:
         EmbeddedServer.for_dir(data).stop()
+
+
+@contextmanager
+def toy_env(data: Path, monkeypatch, unset: tuple[str, ...] = ()) -> Iterator[dict[str, str]]:
+    """`toy_data_dir` in ``data`` selected through the environment for the test (``unset``:
+    variables removed), the settings cache cleared before and after."""
+    from talent_core.config import get_settings
+
+    with toy_data_dir(data) as env:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        for k in unset:
+            monkeypatch.delenv(k, raising=False)
+        get_settings.cache_clear()
+        try:
+            yield env
+        finally:
+            get_settings.cache_clear()

@@ -32,6 +32,7 @@ from talent_core.config import get_settings
 from talent_core.errors import ApiClientError, TalentError
 from talent_core.ui.common import api_client, default_pipeline, run_with_progress, store_caption
 from talent_core.ui.safe import error_line, plain, upload_path
+from talent_core.ui.views.adapt import planner_view
 
 AUTO = "auto (from the file name)"
 JOB = "_load_job"  # the session state's running load
@@ -424,6 +425,7 @@ def page() -> None:
         follow_load(pipe or client, job, caption=running)
     else:
         sources_view(pipe, sources, client)
+        planner_view(client)
 
 
 NEW = "a new source (the file name; the same name adds to it)"

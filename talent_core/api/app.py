@@ -35,6 +35,7 @@ from talent_core.api.loads import (
     upload_too_large,
 )
 from talent_core.api.loads import router as loads_router
+from talent_core.api.planner import router as planner_router
 from talent_core.api.runtime import Runtime
 from talent_core.api.sources import router as sources_router
 from talent_core.config import Settings, get_settings
@@ -74,6 +75,8 @@ def create_app(settings: Settings | None = None,
         finally:
             if announce is not None:
                 remove_discovery(settings.data_dir)
+            for job in getattr(app.state, "adapt_jobs", {}).values():
+                job.cancel()  # a running adaptation ends with its server
             rt.close()
 
     docs = settings.api_docs  # served without a key: the routes, no data (README says so)
@@ -169,6 +172,7 @@ def create_app(settings: Settings | None = None,
                         "admitted": rt.llm.admitted, "queue": rt.llm.queue,
                         "busy_s": round(rt.llm.busy_s, 2)}}
 
-    for router in (ask_router, chat_router, browse_router, loads_router, sources_router):
+    for router in (ask_router, chat_router, browse_router, loads_router, sources_router,
+                   planner_router):
         app.include_router(router)
     return app

@@ -287,6 +287,16 @@ class ApiClient:
     def cancel_load(self, job_id: str) -> dict[str, Any]:
         return self._call("DELETE", f"/v1/loads/{quote(job_id, safe='')}")
 
+    def start_adapt(self, anchors: int = 600) -> dict[str, Any]:
+        """`talent train planner --self` on the server: POST /v1/planner/adapt."""
+        return self._call("POST", "/v1/planner/adapt", {"anchors": anchors})
+
+    def adapt(self, job_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/v1/planner/adapt/{job_id}")
+
+    def cancel_adapt(self, job_id: str) -> dict[str, Any]:
+        return self._call("DELETE", f"/v1/planner/adapt/{job_id}")
+
     def load_rejects(self, job_id: str) -> bytes:
         """The job's rejected rows (JSON lines)."""
         return self._call("GET", f"/v1/loads/{quote(job_id, safe='')}/rejects", parse=False)

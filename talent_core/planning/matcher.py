@@ -9,16 +9,24 @@ is all-MiniLM-L6-v2 (the store's embedder) with a LoRA delta on its linear layer
 (`training.matcher` fits it); the frozen encoder (no delta) is the zero-shot matcher.
 
 A matcher directory holds ``matcher.json`` (format, base model, LoRA rank / alpha, the
-softmax scale, training metadata) and ``lora.npz`` (per adapted weight ``<name>.A`` (r, in)
-and ``<name>.B`` (out, r)): the weight used is W + (alpha / r) B A (Hu et al., 2021). The
-query path runs it in numpy (`embedding_numpy.NumpyBertEmbedder` with the deltas), without
-torch.
+softmax scale, training metadata, ``lora``: its factors' file) and the factors
+(``lora-<hash>.npz``, or ``lora.npz`` where ``lora`` is absent: per adapted weight
+``<name>.A`` (r, in) and ``<name>.B`` (out, r)): the weight used is W + (alpha / r) B A (Hu
+et al., 2021). A new matcher is written factors first, under a new name, then
+``matcher.json`` atomically: a reader sees the old matcher or the new one, never half of
+each, and a running process picks up the new one at its next question (`load_matcher`
+keys its cache by ``matcher.json``'s identity). The query path runs it in numpy
+(`embedding_numpy.NumpyBertEmbedder` with the deltas), without torch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
+import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -124,10 +132,18 @@ class PathMatcher:
         return self.path_vectors([path_words(p) for p in paths]) @ q
 
 
+def lora_file(directory: Path, meta: dict[str, Any]) -> Path:
+    """The factors' file a matcher's meta names (``lora.npz`` when it names none)."""
+    name = str(meta.get("lora") or LORA_FILE)
+    if Path(name).name != name:
+        raise PlannerError(f"{directory / META_FILE}: 'lora' must be a file name, not {name!r}")
+    return directory / name
+
+
 def load_meta(directory: Path) -> dict[str, Any]:
     path = directory / META_FILE
-    if not path.is_file() or not (directory / LORA_FILE).is_file():
-        raise PlannerError(f"{directory}: not a matcher directory (needs {META_FILE} and "
+    if not path.is_file():
+        raise PlannerError(f"{directory}: not a matcher directory (needs {META_FILE} and its "
                            f"{LORA_FILE}; train one with `talent train planner`)")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
@@ -136,15 +152,23 @@ def load_meta(directory: Path) -> dict[str, Any]:
     found = meta.get("format") if isinstance(meta, dict) else None
     if found != FORMAT:
         raise PlannerError(f"{path}: format {found!r}, expected {FORMAT!r}")
+    if not lora_file(directory, meta).is_file():
+        raise PlannerError(f"{directory}: not a matcher directory ({META_FILE} names "
+                           f"{lora_file(directory, meta).name}, which is missing)")
     return meta
 
 
-def read_deltas(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+def read_factors(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    path = lora_file(directory, meta)
     try:
-        with np.load(directory / LORA_FILE) as z:
-            arrays = {k: z[k] for k in z.files}
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
     except (OSError, ValueError) as e:
-        raise PlannerError(f"{directory / LORA_FILE}: unreadable ({e})") from None
+        raise PlannerError(f"{path}: unreadable ({e})") from None
+
+
+def read_deltas(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    arrays = read_factors(directory, meta)
     try:
         return lora_deltas(arrays, float(meta["lora_alpha"]), int(meta["lora_rank"]))
     except (KeyError, TypeError, ValueError) as e:
@@ -152,15 +176,38 @@ def read_deltas(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def save_matcher(directory: Path, meta: dict[str, Any], factors: dict[str, np.ndarray]) -> None:
-    """Write ``matcher.json`` and ``lora.npz`` (temp files, then renamed)."""
+    """Write the factors under a name of their own, then ``matcher.json`` atomically (module
+    doc; unique temporary names: two writers never share one), then drop factors files no
+    meta names but the one just replaced (a reader may still be opening it)."""
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / (LORA_FILE + ".tmp.npz")
-    np.savez(tmp, **{k: v.astype(np.float32) for k, v in factors.items()})
-    tmp.replace(directory / LORA_FILE)
-    tmp_meta = directory / (META_FILE + ".tmp")
-    tmp_meta.write_text(json.dumps({**meta, "format": FORMAT}, indent=1) + "\n",
-                        encoding="utf-8")
-    tmp_meta.replace(directory / META_FILE)
+    arrays = {k: v.astype(np.float32) for k, v in sorted(factors.items())}
+    digest = hashlib.sha256()
+    for k, v in arrays.items():
+        digest.update(k.encode())
+        digest.update(v.tobytes())
+    name = f"lora-{digest.hexdigest()[:16]}.npz"
+    previous = None
+    with contextlib.suppress(PlannerError):
+        previous = lora_file(directory, load_meta(directory)).name
+    fd, tmp = tempfile.mkstemp(prefix=".lora.", suffix=".npz", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, directory / name)
+        body = json.dumps({**meta, "format": FORMAT, "lora": name}, indent=1) + "\n"
+        fd, tmp = tempfile.mkstemp(prefix=".matcher.", suffix=".json", dir=directory)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, directory / META_FILE)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    for old in directory.glob("lora-*.npz"):
+        if old.name not in (name, previous):
+            old.unlink(missing_ok=True)
 
 
 def bundled_base() -> str | None:
@@ -171,22 +218,33 @@ def bundled_base() -> str | None:
         return None
 
 
-_LOADED: dict[tuple[str, str], PathMatcher] = {}
+_LOADED: dict[tuple[str, str], tuple[tuple[int, int, int], PathMatcher]] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0, 0)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
     """The matcher of a --planner choice: "zero-shot" (the store's embedder ``base``, no
     delta), "bundled" (`adapters/matcher/`) or a matcher directory; loaded once per
-    process. Raises `PlannerError` when the directory is unusable or was trained on another
-    base model."""
+    process, and again when its ``matcher.json`` is replaced (`talent train planner --self`
+    while a server runs). Raises `PlannerError` when the directory is unusable or was
+    trained on another base model."""
     if spec == "zero-shot":
         return PathMatcher({"name": "zero-shot", "trained": False}, base)
     directory = BUNDLED if spec == "bundled" else Path(spec)
     key = (str(directory.resolve()), embedding_model)
     with _LOAD_LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
+        ident = _identity(directory / META_FILE)
+        held = _LOADED.get(key)
+        if held is not None and held[0] == ident:
+            return held[1]
         meta = load_meta(directory)
         if meta.get("base_model") != embedding_model:
             raise PlannerError(f"{directory}: a matcher of {meta.get('base_model')!r}, the "
@@ -195,5 +253,7 @@ def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
 
         embedder = NumpyBertEmbedder(embedding_model, deltas=read_deltas(directory, meta))
         matcher = PathMatcher({**meta, "trained": True}, embedder)
-        _LOADED[key] = matcher
+        if held is not None:
+            log.info("matcher %s replaced on disk: now %s", directory, matcher.name)
+        _LOADED[key] = (ident, matcher)
         return matcher

@@ -16,25 +16,28 @@ path), or questions written from a loaded store's own paths (`planning.self_trai
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
 import random
 import re
 import resource
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from talent_core.errors import DataError, TrainingDataError
+from talent_core.errors import DataError, TrainingBusyError, TrainingDataError
 from talent_core.planning.matcher import (
-    LORA_FILE,
     Pair,
     load_meta,
     path_words,
+    read_factors,
     save_matcher,
 )
 from talent_core.planning.paths import PathT
@@ -155,11 +158,13 @@ def path_accuracy(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[Pai
 def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: str,
                 settings: FitSettings | None = None, val: Sequence[Pair] = (),
                 trained_on: dict[str, Any] | None = None, init: Path | None = None,
-                progress: Callable[[int, int, float], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int, float], None] | None = None,
+                timings: dict[str, float] | None = None) -> dict[str, Any]:
     """Fit LoRA factors on ``pairs``, validate on ``val`` (path accuracy over the gold
     paths of both), write the matcher to ``output``; returns its meta. ``init``: a matcher
     directory whose factors training starts from (its rank and alpha are kept).
-    ``progress(step, steps, loss)`` is called after every step."""
+    ``progress(step, steps, loss)`` is called after every step; ``timings``: more of the
+    work's timings (seconds) kept in the meta's ``training``."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModel, AutoTokenizer
@@ -171,8 +176,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
     if init is not None:
         init_meta = load_meta(init)
         s.rank, s.alpha = int(init_meta["lora_rank"]), float(init_meta["lora_alpha"])
-        with np.load(init / LORA_FILE) as z:
-            start = {k: z[k] for k in z.files}
+        start = read_factors(init, init_meta)
     if not pairs:
         raise TrainingDataError("no training pair (question with a labelled relation path)")
     if s.threads:
@@ -254,7 +258,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
         "trained_on": {**(trained_on or {}), "pairs": len(pairs),
                        "started_from": str(init) if init is not None else None,
                        "sources": sorted({p.source for p in pairs})},
-        "training": {"fit_s": round(fit_s, 1), "steps": steps,
+        "training": {**(timings or {}), "fit_s": round(fit_s, 1), "steps": steps,
                      "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
                      "peak_rss_mb": round(resource.getrusage(
                          resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
@@ -350,35 +354,66 @@ def read_pairs(files: Sequence[Path], metaqa: Path | None, val_files: Sequence[P
 
 
 def fit_self(settings: Any, output: Path, *, start: Path | None = None, anchors: int = 600,
-             epochs: int = 1, lr: float = 1e-4, name: str = "self", seed: int = 0
-             ) -> dict[str, Any]:
+             epochs: int = 1, lr: float = 1e-4, name: str = "self", seed: int = 0,
+             progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """`talent train planner --self`: questions written from the store of ``settings``
     (`planning.self_train.store_pairs`; a tenth of the anchors validate), fitted on top of
-    ``start`` (default: the shipped matcher) and written to ``output``."""
+    ``start`` (default: the shipped matcher) and written to ``output``, holding
+    ``output``'s lock: a second adaptation of the same matcher at once is refused
+    (`TrainingBusyError`). ``progress(stage, done, total)``: stage "questions" (anchors)
+    then "fit" (steps)."""
     from talent_core.planning.matcher import BUNDLED, bundled_base
     from talent_core.planning.self_train import store_pairs
     from talent_core.store import open_store
 
-    t0 = time.perf_counter()
-    if start is None and bundled_base() == settings.embedding_model:
-        start = BUNDLED
-    store = open_store(settings)
+    def step(k: int, n: int, loss: float) -> None:
+        log_progress(k, n, loss)
+        if progress:
+            progress("fit", k, n)
+
+    def asked(k: int, n: int) -> None:
+        if k % 100 == 0:
+            log.info("self-training questions: anchor %d/%d", k, n)
+        if progress:
+            progress("questions", k, n)
+
+    with exclusive(output):
+        t0 = time.perf_counter()
+        if start is None and bundled_base() == settings.embedding_model:
+            start = BUNDLED
+        store = open_store(settings)
+        try:
+            pairs = store_pairs(store, anchors, seed, progress=asked)
+        finally:
+            store.close()
+        if not pairs:
+            raise TrainingDataError("the store has no relation path to write a question "
+                                    "from: is a KG loaded (talent stats)?")
+        cut = len(pairs) - max(1, len(pairs) // 10)
+        return fit_matcher(pairs[:cut], output, name=name, base_model=settings.embedding_model,
+                           settings=FitSettings(epochs=epochs, lr=lr, seed=seed),
+                           val=pairs[cut:], init=start, progress=step,
+                           trained_on={"self": True, "anchors": anchors, "seed": seed,
+                                       "store": str(settings.data_dir)},
+                           timings={"questions_s": round(time.perf_counter() - t0, 1)})
+
+
+LOCK_FILE = ".matcher.lock"
+
+
+@contextlib.contextmanager
+def exclusive(output: Path) -> Iterator[None]:
+    """Hold ``output``'s training lock (a file beside it, flock()ed: released when the
+    process ends, however it ends); `TrainingBusyError` when another holds it."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    lock = output.parent / f"{LOCK_FILE}.{output.name}"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        pairs = store_pairs(store, anchors, seed,
-                            progress=lambda k, n: log.info("self-training questions: anchor "
-                                                           "%d/%d", k, n) if k % 100 == 0
-                            else None)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TrainingBusyError(f"{output}: another `talent train planner --self` is "
+                                    "adapting this matcher now; wait for it to end") from None
+        yield
     finally:
-        store.close()
-    if not pairs:
-        raise TrainingDataError("the store has no relation path to write a question from: "
-                                "is a KG loaded (talent stats)?")
-    cut = len(pairs) - max(1, len(pairs) // 10)
-    write_s = time.perf_counter() - t0
-    meta = fit_matcher(pairs[:cut], output, name=name, base_model=settings.embedding_model,
-                       settings=FitSettings(epochs=epochs, lr=lr, seed=seed),
-                       val=pairs[cut:], init=start, progress=log_progress,
-                       trained_on={"self": True, "anchors": anchors, "seed": seed,
-                                   "store": str(settings.data_dir)})
-    meta["training"]["questions_s"] = round(write_s, 1)
-    return meta
+        os.close(fd)

@@ -75,8 +75,8 @@ def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
     meta = json.loads((out_dir / "matcher.json").read_text())
     assert meta["format"] == "talent-path-matcher/1" and meta["name"] == "toymatcher"
     assert meta["base_model"] == store_embedding_model() == "minilm"
-    assert (out_dir / "lora.npz").is_file()
-    assert not list(out_dir.glob("*.tmp*"))
+    assert (out_dir / meta["lora"]).is_file() and meta["lora"].startswith("lora-")
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(["matcher.json", meta["lora"]])
 
     ask = ask_args(tiny)
     r = run(*ask, "--planner", str(out_dir))
@@ -204,6 +204,7 @@ def test_self_trained_matcher_is_the_stores_bundled_planner(tmp_path, monkeypatc
             assert summary["validation"]["questions"] >= 1
             meta = json.loads((own / "matcher.json").read_text())
             assert meta["name"] == "self" and meta["base_model"] == "minilm"
+            assert meta["training"]["questions_s"] >= 0 and meta["training"]["fit_s"] > 0
 
             r = run(*ask_args(tiny))
             assert r.exit_code == 0, r.output

@@ -4,6 +4,8 @@ plan's confidence and runner-up, the unsure notice, and S joined by planned ends
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from retrieval_helpers import BowEmbedder, kb, memory_store
@@ -228,3 +230,51 @@ def test_a_relation_repeats_at_most_max_repeat_times_in_a_row():
     more = grown_in_full(s, ["a"], lambda ts: [0.0] * len(ts),
                          BeamSettings(width=50, max_repeat=3))
     assert more.ends[("r", "r", "r")] == {"b", "d"}  # back to b, or on to d
+
+
+def test_a_replaced_matcher_is_read_again_and_never_half(tmp_path):
+    """`save_matcher` writes the factors under a new name, then matcher.json atomically;
+    `load_matcher` loads again when matcher.json was replaced (a running server picks up
+    `train planner --self`), and keeps its loaded one while it is not."""
+    from talent_core.planning.matcher import load_matcher, load_meta
+
+    d = tmp_path / "own"
+    base = {"base_model": "minilm", "lora_rank": 1, "lora_alpha": 1.0}
+    w = "encoder.layer.0.attention.self.query.weight"
+    save_matcher(d, {**base, "name": "first"}, {f"{w}.A": np.zeros((1, 384)),
+                                                f"{w}.B": np.zeros((384, 1))})
+    first = load_matcher(str(d), "minilm", None)
+    assert first.name == "first" and load_matcher(str(d), "minilm", None) is first
+    first_file = load_meta(d)["lora"]
+    save_matcher(d, {**base, "name": "second"}, {f"{w}.A": np.ones((1, 384)),
+                                                 f"{w}.B": np.ones((384, 1))})
+    second = load_matcher(str(d), "minilm", None)
+    assert second.name == "second" and second is not first
+    assert load_meta(d)["lora"] != first_file
+    save_matcher(d, {**base, "name": "third"}, {f"{w}.A": np.full((1, 384), 2.0),
+                                                f"{w}.B": np.full((384, 1), 2.0)})
+    # the newest factors and the ones just replaced are kept, older ones go; no temp file
+    assert len(list(d.glob("lora-*.npz"))) == 2 and not (d / first_file).exists()
+    assert not [p for p in d.iterdir() if p.name.startswith(".")]
+
+
+def test_a_matcher_json_naming_a_path_is_refused(tmp_path):
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "matcher.json").write_text(json.dumps({"format": "talent-path-matcher/1",
+                                                "lora": "../../etc/x.npz"}))
+    with pytest.raises(PlannerError, match="a file name"):
+        resolve(str(d), "minilm", BowEmbedder())
+
+
+def test_one_self_adaptation_of_a_matcher_at_a_time(tmp_path):
+    from talent_core.errors import TrainingBusyError
+    from talent_core.training.matcher import exclusive
+
+    out = tmp_path / "data" / "matcher"
+    with exclusive(out):
+        with pytest.raises(TrainingBusyError, match="another .* is adapting"):
+            with exclusive(out):
+                pass
+    with exclusive(out):  # released when the holder ends
+        pass
