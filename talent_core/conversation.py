@@ -9,6 +9,11 @@ planner's score decides where both agree ("when was it released" after "who dire
 Inception": Inception has a release year, Christopher Nolan has none). Pure functions;
 `Pipeline.retrieve_planned` supplies the score. Where the question names its own entity in
 [brackets], it is not read as a follow-up.
+
+A follow-up may also be the previous question about something else ("what about
+[Titanic]?", "how about Heat?", "and Alien?"): `rephrase` writes the previous question
+with the new mention in place of its topic (or of its referring word), and that question
+is asked.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ PERSONAL = ("he", "him", "his", "himself", "she", "her", "hers", "herself")
 IMPERSONAL = ("it", "its", "itself")
 _WHO = re.compile(r"^\W*(who|whom|whose)\b", re.IGNORECASE)  # its answers are people
 _VALUE = re.compile(r"^[\s\d.,:/+-]+$")  # a number or a date: never "he" or "she"
+
+_ABOUT = re.compile(r"^\s*(?:(?:and|so)\s+)?(?:what|how)\s+about\s+(?P<a>.+?)[\s?.!]*$"
+                    r"|^\s*and\s+(?P<b>[^?]+?)\s*\?\s*$", re.IGNORECASE)
+
+_QUESTION_WORD = re.compile(r"(who|whom|whose|what|which|when|where|why|how|did|does|do|is|"
+                            r"are|was|were|can|could|has|have|had|will|would)\b", re.IGNORECASE)
+MENTION_WORDS = 8  # "what about X?": X is a mention, not a sentence
 
 Score = Callable[[list[str]], float]  # anchors' ids -> how well the question plans from them
 
@@ -108,6 +120,35 @@ def read_follow_up(question: str, history: Sequence[Turn], score: Score | None =
         return agreeing[0]
     scores = [score([e.id for e in r.entities]) for r in agreeing]
     return agreeing[max(range(len(agreeing)), key=lambda i: (scores[i], -i))]
+
+
+def rephrase(question: str, history: Sequence[Turn]) -> str | None:
+    """The previous question about the new mention of ``question`` ("what about X?", "how
+    about X?", "and X?"): X in place of the previous turn's topic as it was written there
+    (brackets kept or not, as X was typed), else of its referring word; None when
+    ``question`` is not such a follow-up or the previous question names neither."""
+    m = _ABOUT.match(question) if history else None
+    if m is None:
+        return None
+    new = (m.group("a") or m.group("b") or "").strip()
+    if (not new or referring_words(new) is not None  # "what about them?": not a new topic
+            or len(new.split()) > MENTION_WORDS
+            or m.group("b") and _QUESTION_WORD.match(new)):  # "and who wrote Heat?"
+        return None
+    last = history[-1]
+    bare = new.strip("[]").strip()
+    for e in sorted(last.topic, key=lambda e: -len(e.name)):
+        name = re.escape(e.name)
+        hit = re.search(r"\[\s*" + name + r"\s*\]|(?<![\w'’-])" + name + r"(?![\w-])",
+                        last.question, re.IGNORECASE)
+        if hit:
+            typed = new if new.startswith("[") or not hit.group(0).startswith("[") else f"[{bare}]"
+            return last.question[:hit.start()] + typed + last.question[hit.end():]
+    ref = referring_words(last.question)
+    if ref is None:
+        return None
+    pattern = r"(?<![\w'’-])" + re.escape(ref[0]) + r"(?![\w-])"
+    return re.sub(pattern, new.replace("\\", "\\\\"), last.question, count=1)
 
 
 def known_turns(history: Sequence[Turn], entities_by_id: Callable[[list[str]], list[Entity]]

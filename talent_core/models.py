@@ -190,8 +190,11 @@ class Reading(BaseModel):
     """How a follow-up's referring words were read (`conversation.read_follow_up`): the
     previous turn's answers or its topic, the entities that then anchor the question."""
 
-    words: str  # as typed: "them", "those films", "his"
-    source: Literal["answers", "topic"]
+    words: str  # as typed: "them", "those films", "his"; "question": the whole question
+    # "answers" / "topic": the previous turn's; "question": a new topic for the previous
+    # question ("what about [Titanic]?", `conversation.rephrase`), asked as ``asked_as``
+    source: Literal["answers", "topic", "question"]
+    asked_as: str | None = None
     entities: list[Entity] = Field(default_factory=list)
     total: int = 0  # the previous turn's entities of that source, before `FOLLOW_UP_MAX`
     people: bool = False  # the answers of a who-question ("he" / "she" read them first)
@@ -206,6 +209,8 @@ class Reading(BaseModel):
     @property
     def text(self) -> str:
         """One line for the UI and CLI: "reading 'them' as the 32 answers above"."""
+        if self.asked_as is not None:
+            return f"reading '{self.words}' as '{self.asked_as}' (the question above)"
         n = len(self.entities)
         what = "answers" if self.source == "answers" else "topic entities"
         if not self.plural:

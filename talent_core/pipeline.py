@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from talent_core.answer import Mode, StageHook
 from talent_core.answer import answer as answer_stage
 from talent_core.config import Settings, get_settings
-from talent_core.conversation import known_turns, read_follow_up, referring_words
+from talent_core.conversation import known_turns, read_follow_up, referring_words, rephrase
 from talent_core.embedding import Embedder, get_embedder
 from talent_core.models import (
     Answer,
@@ -213,6 +213,9 @@ class Pipeline:
         question = check_question(question, self.settings.max_question_chars)
         topic_entities = check_topics(topic_entities, self.settings.max_topic_entities,
                                       self.settings.max_question_chars)
+        asked = None if topic_entities else rephrase(question, history)
+        if asked is not None:  # "what about [Titanic]?": the previous question about it
+            typed, question = question, check_question(asked, self.settings.max_question_chars)
         operation = recognise(question)
         text, topics = parse_question(operation.base if operation else question,
                                       topic_entities)
@@ -220,6 +223,8 @@ class Pipeline:
         candidate = read_as_linked(retrieve(
             text, self.store, self.embedder, config, topics or None,
             referents=reading.entities if reading else ()))
+        if reading is None and asked is not None:
+            reading = Reading(words=typed.strip(), source="question", asked_as=asked)
         candidate.reading = reading
         candidate.operation = operation
         if not (config.plan_join and self.planner is not None and candidate.anchors):
@@ -249,6 +254,7 @@ class Pipeline:
         else its linked mentions (what an earlier question of a chat history is read back
         as)."""
         config = self.retrieval_config()
+        question = rephrase(question, history) or question
         text, topics = parse_question(check_question(question,
                                                      self.settings.max_question_chars))
         reading = None if topics else self.read_follow_up(text, history)

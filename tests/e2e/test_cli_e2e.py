@@ -266,6 +266,12 @@ def test_ask_follow_up_reads_the_previous_answers(use_toy, tmp_path):
     anchors = {n["id"] for n in out["candidate"] if n["seed"]}
     assert {e["id"] for e in reading["entities"]} <= anchors
     assert len(read_turns(data_dir, "default")) == 2
+    r = run("ask", "-f", "what about [Gravity]?", "--base-model", str(model), "--json")
+    assert r.exit_code == 0, r.output
+    about = json.loads(r.stdout)
+    assert about["reading"]["asked_as"] == "who directed [Gravity]?"  # "them" replaced
+    assert about["question"] == "who directed Gravity?"
+    assert {n["id"] for n in about["candidate"] if n["seed"]} >= {"Gravity"}
     plain = run("ask", "who directed them?", "--base-model", str(model))
     assert plain.exit_code == 0 and "reading 'them'" not in plain.output
     assert len(read_turns(data_dir, "default")) == 1

@@ -13,6 +13,7 @@ from talent_core.conversation import (
     read_follow_up,
     readings,
     referring_words,
+    rephrase,
     without_words,
 )
 from talent_core.models import Entity, Turn
@@ -144,3 +145,41 @@ def test_a_chat_reply_reads_back_as_the_entities_spelt_as_it_spells_them(mem_sto
 
     got = _named(mem_store, ["Keanu Reeves", "the matrix", "nothing such"])
     assert [e.id for e in got] == ["Keanu Reeves", "The Matrix"]
+
+
+NOLAN = Turn(question="how many movies did [Christopher Nolan] direct",
+             topic=[E("Christopher Nolan")], answers=[E("Inception")])
+
+
+@pytest.mark.parametrize(("question", "asked"), [
+    ("what about [Steven Spielberg]?", "how many movies did [Steven Spielberg] direct"),
+    ("How about Steven Spielberg", "how many movies did [Steven Spielberg] direct"),
+    ("and Steven Spielberg?", "how many movies did [Steven Spielberg] direct"),
+    ("and who wrote Inception?", None),  # a question of its own
+    ("what about them?", None),  # a referring word: read_follow_up's
+    ("and Steven Spielberg.", None),  # "and X" only as a question
+    ("what about a film that a director of the twenties made in Berlin?", None),  # no mention
+])
+def test_what_about_asks_the_previous_question_about_the_new_mention(question, asked):
+    assert rephrase(question, [NOLAN]) == asked
+    assert rephrase(question, []) is None
+
+
+def test_what_about_keeps_the_previous_spelling_and_replaces_a_referring_word():
+    plain = Turn(question="who directed Heat", topic=[E("Heat")])
+    assert rephrase("what about Alien?", [plain]) == "who directed Alien"
+    assert rephrase("what about [Alien]?", [plain]) == "who directed [Alien]"
+    after = Turn(question="who directed them?", topic=[E("The Matrix"), E("John Wick")])
+    assert rephrase("and Heat?", [after]) == "who directed Heat?"
+
+
+def test_what_about_is_asked_and_the_reading_says_so(pipe):
+    first = Turn(question="who directed [Gravity]", topic=[E("Gravity")],
+                 answers=[E("Alfonso Cuarón")])
+    cand, plan = pipe.retrieve_planned("what about [John Wick]?", history=[first])
+    assert cand.anchors == ["John Wick"] and cand.question == "who directed John Wick"
+    assert cand.reading is not None and cand.reading.source == "question"
+    assert cand.reading.text == ("reading 'what about [John Wick]?' as 'who directed "
+                                 "[John Wick]' (the question above)")
+    assert plan is not None and "Chad Stahelski" in plan.ends["directed_by"]
+    assert pipe.anchors_of("what about [John Wick]?", [first]) == [E("John Wick")]
