@@ -327,6 +327,9 @@ class PlannedPath(BaseModel):
     prob: float
     ends: int = 0  # nodes it reaches in the KG (within the walk's caps)
     anchor: str | None = None  # the mention it starts from, when several mentions' paths meet
+    # (the top path) a KG relation the question reads as better than any path its anchors
+    # have, which they lack: the answer follows the closest path instead (`plan_notice`)
+    missing: str | None = None
 
     @property
     def text(self) -> str:
@@ -416,11 +419,12 @@ class Answer(BaseModel):
 
 def plan_unsure(plan: Sequence[PlannedPath], confidence: float | None,
                 runner_up: PlannedPath | None) -> bool:
-    """A plan is unsure: its top path's probability is under `UNSURE_BELOW`, or the
+    """A plan is unsure: the KG lacks the relation the question reads as
+    (`PlannedPath.missing`), its top path's probability is under `UNSURE_BELOW`, or the
     runner-up has more than `CLOSE_RATIO` of it."""
     if confidence is None or not plan:
         return False
-    return confidence < UNSURE_BELOW or (runner_up is not None
+    return bool(plan[0].missing) or confidence < UNSURE_BELOW or (runner_up is not None
                                          and runner_up.prob > CLOSE_RATIO * confidence)
 
 
@@ -429,6 +433,9 @@ def plan_notice(plan: Sequence[PlannedPath], confidence: float | None,
     """One line for an unsure plan: the reading it answered and the runner-up's."""
     if not plan_unsure(plan, confidence, runner_up):
         return None
+    if plan[0].missing:
+        return (f"the question reads as '{plan[0].missing}', which the KG does not hold for "
+                f"its topic: answered by the closest path it has, '{plan[0].text}'")
     line = (f"unsure which relation path the question asks for: answered as "
             f"'{plan[0].text}' (p {confidence:.2f})")
     if runner_up is not None:

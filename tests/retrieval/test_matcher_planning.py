@@ -278,3 +278,31 @@ def test_one_self_adaptation_of_a_matcher_at_a_time(tmp_path):
                 pass
     with exclusive(out):  # released when the holder ends
         pass
+
+
+
+def test_a_relation_the_topic_lacks_is_said_not_answered_with_confidence():
+    """"who directed The Matrix" on a KG without its director: the closest path the topic
+    has answers, and the plan says which relation the question read as (`plan_notice`);
+    a relation within `MISSING_GAP` of the anchors' best path, or none, says nothing."""
+    from types import SimpleNamespace
+
+    from talent_core.models import PlannedPath, plan_notice
+    from talent_core.planning.plan import MISSING_GAP, missing_relation
+
+    cos = {("directed_by",): 0.9, ("release_year",): 0.2, ("has_tags",): 0.4}
+    matcher = SimpleNamespace(similarity=lambda q, paths: np.array([cos[p] for p in paths]))
+    store = SimpleNamespace(top_relations=lambda v, k: [SimpleNamespace(name=r[0])
+                                                         for r in cos][:k])
+    q = np.ones(4)
+    assert missing_relation(store, matcher, q, best=0.5) == "directed_by"
+    assert missing_relation(store, matcher, q, best=0.9 - MISSING_GAP + 0.01) is None
+    empty = SimpleNamespace(top_relations=lambda v, k: [])
+    assert missing_relation(empty, matcher, q, best=0.0) is None
+    top = PlannedPath(rels=["starred_actors", "directed_by"], prob=0.98, ends=2,
+                      missing="directed_by")
+    notice = plan_notice([top], 0.98, None)
+    assert notice == ("the question reads as 'directed_by', which the KG does not hold for "
+                      "its topic: answered by the closest path it has, "
+                      "'starred_actors > directed_by'")
+    assert plan_notice([top.model_copy(update={"missing": None})], 0.98, None) is None
