@@ -59,11 +59,22 @@ def main() -> int:
             driver.find_element(By.CSS_SELECTOR, ".st-key-ask button").click()
             t0 = time.time()
 
-            def answered(d, m=main, q=q) -> bool:
+            def heading(lines: list[str], q: str = q) -> str | None:
+                """The question's heading: as typed, or as a "what about X?" follow-up
+                was asked ("Reading 'what about X?' as 'who directed X' ...")."""
+                if q in lines:
+                    return q
+                said = next((x for x in lines if x.startswith(f"Reading '{q}' as '")), None)
+                asked = said.split(" as '", 1)[1].split("' (", 1)[0] if said else None
+                return asked if asked in lines else None
+
+            def answered(d, m=main) -> bool:
                 lines = d.find_element(*m).text.splitlines()
-                return q in lines and any(ANSWER.match(x) for x in lines[lines.index(q):])
+                h = heading(lines)
+                return h is not None and any(ANSWER.match(x) for x in lines[lines.index(h):])
 
             wait.until(answered)
+            q = heading(driver.find_element(*main).text.splitlines()) or q
             seconds = round(time.time() - t0, 1)
             time.sleep(2)  # let the tabs, tables and the graph render
             lines = driver.find_element(*main).text.splitlines()
