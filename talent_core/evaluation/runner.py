@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from talent_core.errors import LLMServerError
 from talent_core.evaluation.datasets import Item
 from talent_core.evaluation.methods import (
     METHODS,
@@ -247,14 +248,31 @@ def evaluate(
     decode: Decode | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """`talent eval` without --report: every question with the pipeline's own retrieval
-    settings in ``mode``, scored by `score_answer`; returns (summary, rows)."""
+    settings in ``mode``, scored by `score_answer`; returns (summary, rows). A question
+    the language-model server fails on (TALENT_LLM_BACKEND=openai) is a row with its
+    ``error``, counted as a miss; `SERVER_FAILURES` of them in a row stop the run (the
+    server is down, not one question)."""
     runner = Runner(pipe)
     method = {"method": pipe.retrieval.method}  # the pipeline's retriever (reports: pcst)
     rows = []
+    failures = 0
     for rec in tqdm(list(records), desc=f"eval ({mode})", disable=not progress, unit="q"):
         item = Item(id=rec.id, rec=rec, retrieval_gold=rec.answers)
-        rows.append(score_answer(rec, runner.answer(item, {}, mode, decode, method)))
+        try:
+            rows.append(score_answer(rec, runner.answer(item, {}, mode, decode, method)))
+            failures = 0
+        except LLMServerError as e:
+            failures += 1
+            if failures >= SERVER_FAILURES:
+                raise
+            log.warning("%s: %s; counted as a miss", rec.id, e)
+            rows.append({"id": rec.id, "question": rec.question, "gold": rec.answers,
+                         "error": str(e), "hit@1": 0.0, "answer_f1": 0.0, "truncated": False,
+                         "timings_ms": {}})
     return summarise(rows), rows
+
+
+SERVER_FAILURES = 3  # language-model server errors in a row that stop `evaluate`
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

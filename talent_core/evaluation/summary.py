@@ -27,6 +27,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         f1 = [r["answer_f1"] for r in rows if "answer_f1" in r]
         out["answer_f1"] = sum(f1 + skipped) / len(f1 + skipped) if f1 else None
     out["abstained"] = sum(bool(r.get("not_in_kg")) for r in rows) / max(1, len(rows))
+    if any("error" in r for r in rows):  # the language-model server failed (misses above)
+        out["errors"] = sum("error" in r for r in rows)
     ooc = [r["out_of_candidate"] for r in rows if "out_of_candidate" in r]
     if ooc:
         names = [o for lst in ooc for o in lst]
