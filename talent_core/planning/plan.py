@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from talent_core.conversation import without_words
-from talent_core.errors import TalentError
 from talent_core.explore import planned_hops
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, PlannedPath, path_text
 from talent_core.planning.beam import BeamSettings, complete, grow
@@ -55,6 +54,9 @@ class MatcherPlanner:
 
     matcher: PathMatcher
     beam: BeamSettings = field(default_factory=BeamSettings)
+    # the size of the store's vectors (its embedder's): the relation index is asked
+    # (`missing_relation`) only by a matcher of that size; None: never
+    index_dim: int | None = None
     answer_weight: float = 20.0  # w of `paths.rescore` (bench/README: the planner's w)
     eps: float = 1e-3
     join_limit: int = 50  # planned ends that join the candidate answers
@@ -103,7 +105,8 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         if len(order) > 1:
             plan.runner_up = PlannedPath(rels=list(order[1]), prob=round(float(p[1]), 4),
                                          ends=len(grown.ends[order[1]]))
-        if plan.paths and tuple(plan.paths[0].rels) == order[0]:
+        if (plan.paths and tuple(plan.paths[0].rels) == order[0]
+                and planner.index_dim == q.shape[0]):
             plan.paths[0].missing = missing_relation(store, matcher, q,
                                                      grown.scores[order[0]] / matcher.scale)
     return plan
@@ -120,13 +123,9 @@ def missing_relation(store: GraphReader, matcher: PathMatcher, q: np.ndarray,
     the matcher scores highest as a path of its own, if that beats the anchors' best path
     (cosine ``best``) by `MISSING_GAP` (a relation the anchors have never does: it is one
     of their paths). Measured in bench/README.md (WebQSP dev: 22 of 400 questions, 19 of
-    them answered wrong; MetaQA held-out: none). A store whose relation vectors are not the
-    matcher's size (another embedder) is not asked: None."""
-    try:
-        rels = [r.name for r in store.top_relations(q.tolist(), MISSING_K)]
-    except (ValueError, TalentError) as e:  # the store's vectors are of another size
-        log.debug("no relation index to compare the plan with: %s", e)
-        return None
+    them answered wrong; MetaQA held-out: none). ``q`` must be of the store's vector size
+    (`MatcherPlanner.index_dim`)."""
+    rels = [r.name for r in store.top_relations(q.tolist(), MISSING_K)]
     if not rels:
         return None
     sims = matcher.similarity(q, [(r,) for r in rels])
@@ -244,17 +243,16 @@ def resolve(spec: str, embedding_model: str, embedder: Embedder,
     when unusable)."""
     if spec == "none":
         return None
-    if spec == "zero-shot":
-        return MatcherPlanner(load_matcher("zero-shot", embedding_model, embedder))
+    dim = getattr(embedder, "dimension", None)  # the store's vectors (its relation index)
     if spec == "bundled":
         own = data_dir / SELF_DIR if data_dir is not None else None
         if own is not None and (own / META_FILE).is_file():
-            return MatcherPlanner(load_matcher(str(own), embedding_model, embedder))
-        if bundled_base() != embedding_model:
+            spec = str(own)
+        elif bundled_base() != embedding_model:
             log.info("the shipped matcher tunes %s, the store embeds with %s: planning "
                      "zero-shot", bundled_base(), embedding_model)
-            return MatcherPlanner(load_matcher("zero-shot", embedding_model, embedder))
-    return MatcherPlanner(load_matcher(spec, embedding_model, embedder))
+            spec = "zero-shot"
+    return MatcherPlanner(load_matcher(spec, embedding_model, embedder), index_dim=dim)
 
 
 SELF_DIR = "matcher"  # the data dir's own matcher (`talent train planner --self`)
