@@ -445,7 +445,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
         if answer.models is not None and not store_only:
             m = answer.models
             st.caption(plain(f"{m.backend} backend · retriever: {m.retriever or '(none ran)'}"
-                             f" · generator: {m.generator}"))
+                             f" · generator: {m.generator}"
+                             + (" · ranked by the model's choice among the names (the server "
+                                "gives no log-probabilities)" if m.ranking == "choice" else "")))
         if answer.plan_joint:
             st.markdown(plain("Answers reached from each of: " + "; ".join(
                 f"{p.anchor} ({p.text})" for p in answer.plan if p.anchor)))

@@ -256,7 +256,9 @@ def ask(
           + ", ".join(n["name"] for n in out["selected"]))
     if ans.models is not None and ans.models.backend != "local":
         echo(f"language models ({ans.models.backend} backend): retriever "
-             f"{ans.models.retriever or '(none ran)'}; generator {ans.models.generator}")
+             f"{ans.models.retriever or '(none ran)'}; generator {ans.models.generator}"
+             + ("; ranked by the model's choice among the names (the server gives no "
+                "log-probabilities)" if ans.models.ranking == "choice" else ""))
     for o in out["out_of_candidate"]:
         echo(f"  out of candidate: {o['name']} ({'in KG' if o['grounded'] else 'not in KG'})")
 

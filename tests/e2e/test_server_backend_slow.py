@@ -191,6 +191,9 @@ def test_a_server_without_prompt_logprobs(use_toy, monkeypatch, tmp_path):
         assert out["backend"]["ranking"] == "choice"
         names = {n["name"] for n in out["candidate"]}
         assert out["answer"] and set(out["answer"]) <= names
+        text = CliRunner().invoke(app, ["ask", "who directed [Gravity]", "--adapters", "none",
+                                        "--local"])
+        assert text.exit_code == 0 and "ranked by the model's choice" in text.output
     finally:
         get_settings.cache_clear()
         proc.terminate()
