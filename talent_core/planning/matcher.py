@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import numpy as np
 
 from talent_core.errors import PlannerError
 from talent_core.planning.paths import PathT
+from talent_core.private_files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -176,9 +176,10 @@ def read_deltas(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
 
 
 def save_matcher(directory: Path, meta: dict[str, Any], factors: dict[str, np.ndarray]) -> None:
-    """Write the factors under a name of their own, then ``matcher.json`` atomically (module
-    doc; unique temporary names: two writers never share one), then drop factors files no
-    meta names but the one just replaced (a reader may still be opening it)."""
+    """Write the factors under a name of their own, then ``matcher.json``, each atomically
+    (`private_files.write_atomic`: a unique temporary file, fsync, rename; module doc), then
+    drop factors files no meta names but the one just replaced (a reader may still be
+    opening it)."""
     directory.mkdir(parents=True, exist_ok=True)
     arrays = {k: v.astype(np.float32) for k, v in sorted(factors.items())}
     digest = hashlib.sha256()
@@ -189,22 +190,11 @@ def save_matcher(directory: Path, meta: dict[str, Any], factors: dict[str, np.nd
     previous = None
     with contextlib.suppress(PlannerError):
         previous = lora_file(directory, load_meta(directory)).name
-    fd, tmp = tempfile.mkstemp(prefix=".lora.", suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, directory / name)
-        body = json.dumps({**meta, "format": FORMAT, "lora": name}, indent=1) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=".matcher.", suffix=".json", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, directory / META_FILE)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    write_atomic(directory / name, buf.getvalue(), "matcher factors", PlannerError)
+    body = json.dumps({**meta, "format": FORMAT, "lora": name}, indent=1) + "\n"
+    write_atomic(directory / META_FILE, body.encode("utf-8"), "matcher", PlannerError)
     for old in directory.glob("lora-*.npz"):
         if old.name not in (name, previous):
             old.unlink(missing_ok=True)
