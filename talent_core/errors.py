@@ -107,7 +107,12 @@ class DataDirError(EmbeddedServerError):
 class LLMServerError(TalentError, RuntimeError):
     """The language-model server (TALENT_LLM_BACKEND=openai) could not give what was asked:
     down, too slow, an HTTP error, a reply that is not an OpenAI one, a model it does not
-    serve, no prompt log-probabilities. One line; the CLI exits 2, the API answers 502."""
+    serve, no prompt log-probabilities. One line; the CLI exits 2, the API answers 502.
+    ``status``: the HTTP status it answered with (None: it gave none)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 class LogprobsUnavailable(LLMServerError):

@@ -64,8 +64,8 @@ class ServerClient:
     def close(self) -> None:
         self._http.close()
 
-    def _fail(self, what: str) -> LLMServerError:
-        return LLMServerError(f"language-model server {self.base_url}: {what}")
+    def _fail(self, what: str, status: int | None = None) -> LLMServerError:
+        return LLMServerError(f"language-model server {self.base_url}: {what}", status)
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None
                 ) -> dict[str, Any]:
@@ -109,7 +109,7 @@ class ServerClient:
         detail = _error_text(r)
         if r.status_code in (401, 403):
             return self._fail(f"HTTP {r.status_code}: the API key was refused "
-                              "(TALENT_LLM_API_KEY)")
+                              "(TALENT_LLM_API_KEY)", r.status_code)
         model = (body or {}).get("model")
         if model and r.status_code in (400, 404) and "model" in detail.lower():
             try:
@@ -117,8 +117,8 @@ class ServerClient:
             except LLMServerError:
                 served = "unknown"
             return self._fail(f"does not serve the model {model!r} (it serves: {served}); "
-                              f"HTTP {r.status_code}: {detail}")
-        return self._fail(f"HTTP {r.status_code}: {detail}")
+                              f"HTTP {r.status_code}: {detail}", r.status_code)
+        return self._fail(f"HTTP {r.status_code}: {detail}", r.status_code)
 
     def models(self) -> list[str]:
         """The model names the server lists (GET /models)."""
@@ -283,8 +283,8 @@ class ServerLM:
             except LogprobsUnavailable:
                 raise
             except LLMServerError as e:  # no /completions (chat only), or logprobs refused
-                if "HTTP 404" in str(e) or "logprob" in str(e).lower():
-                    raise LogprobsUnavailable(str(e)) from None
+                if e.status == 404 or "logprob" in str(e).lower():
+                    raise LogprobsUnavailable(str(e), e.status) from None
                 raise
 
         results = dict(zip(plan.jobs, self._pool.map(run, plan.jobs), strict=True))
@@ -303,7 +303,7 @@ class ServerLM:
             try:
                 content, _ = self.client.chat({"model": model, **body})
             except LLMServerError as e:
-                refused = (any(f"HTTP {c}" in str(e) for c in (400, 422))
+                refused = (e.status in (400, 422)
                            or "response_format" in str(e))  # llama-cpp-python: HTTP 500
                 if not refused or fmt == FORMATS[-1]:
                     raise
@@ -331,7 +331,7 @@ class ServerLM:
                     "model": model, "prompt": prompt, "max_tokens": max_new_tokens,
                     "temperature": 0.0})
             except LLMServerError as e:
-                if "HTTP 404" not in str(e) or not any(chat):
+                if e.status != 404 or not any(chat):
                     raise
                 log.warning("%s: answering through /chat/completions from now on", e)
                 self._chat_only = True

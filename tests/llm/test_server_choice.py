@@ -120,7 +120,7 @@ def test_forced_says_why_instead_of_switching(tiny_dir, tmp_path):
 
 def test_a_chat_only_server_404_on_completions_switches_too(tiny_dir, tmp_path):
     def missing(body):
-        raise LLMServerError("language-model server http://fake/v1: HTTP 404: Not Found")
+        raise LLMServerError("language-model server http://fake/v1: HTTP 404: Not Found", 404)
 
     lm = _lm(tiny_dir, tmp_path, FakeClient(missing, lambda b: '{"answers": [1]}'))
     assert max(lm.score("P", None, NAMES), key=lambda s: s.score).name == NAMES[0]
@@ -131,9 +131,9 @@ def test_refused_response_formats_move_to_the_next_for_good(tiny_dir, tmp_path):
         fmt = (body.get("response_format") or {}).get("type")
         if fmt == "json_schema":
             raise LLMServerError("HTTP 422: response_format: Input should be 'text' or "
-                                 "'json_object'")
+                                 "'json_object'", 422)
         if fmt == "json_object":
-            raise LLMServerError("HTTP 400: unsupported parameter")
+            raise LLMServerError("HTTP 400: unsupported parameter", 400)
         return "The answer: emma thomas"  # no structured output at all: free text
 
     client = FakeClient(_no_logprobs, chat)
@@ -149,7 +149,7 @@ def test_refused_response_formats_move_to_the_next_for_good(tiny_dir, tmp_path):
 
 def test_free_decoding_on_a_chat_only_server(tiny_dir, tmp_path):
     def missing(body):
-        raise LLMServerError("language-model server http://fake/v1: HTTP 404: Not Found")
+        raise LLMServerError("language-model server http://fake/v1: HTTP 404: Not Found", 404)
 
     client = FakeClient(missing, lambda b: "emma thomas")
     lm = _lm(tiny_dir, tmp_path, client)
@@ -166,7 +166,7 @@ def test_free_decoding_on_a_chat_only_server(tiny_dir, tmp_path):
 
 def test_other_server_errors_are_not_taken_for_a_refusal(tiny_dir, tmp_path):
     def chat(body):
-        raise LLMServerError("HTTP 503: overloaded")
+        raise LLMServerError("HTTP 503: overloaded", 503)
 
     lm = _lm(tiny_dir, tmp_path, FakeClient(_no_logprobs, chat), scoring="choice")
     with pytest.raises(LLMServerError, match="503"):
