@@ -308,7 +308,8 @@ class ServerLM:
                 if not refused or fmt == FORMATS[-1]:
                     raise
                 log.info("the server refused response_format %s (%s); trying the next", fmt, e)
-                self._format += 1
+                # idempotent: concurrent asks refused on the same format move past it once
+                self._format = max(self._format, FORMATS.index(fmt) + 1)
                 continue
             chosen, structured = read_choice(content, names)
             if not structured:

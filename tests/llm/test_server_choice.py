@@ -164,6 +164,28 @@ def test_free_decoding_on_a_chat_only_server(tiny_dir, tmp_path):
         _lm(tiny_dir, tmp_path, FakeClient(missing, None)).generate("PROMPT", None, 32)
 
 
+def test_concurrent_refusals_of_one_format_skip_only_it(tiny_dir, tmp_path):
+    """Two asks refused on json_schema at once move on to json_object, not past it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    both = threading.Barrier(2, timeout=10)
+
+    def chat(body):
+        fmt = (body.get("response_format") or {}).get("type")
+        if fmt == "json_schema":
+            both.wait()  # both requests are in flight before either is refused
+            raise LLMServerError("HTTP 400: unsupported response_format", 400)
+        return '{"answers": [1]}'
+
+    client = FakeClient(_no_logprobs, chat)
+    lm = _lm(tiny_dir, tmp_path, client, scoring="choice")
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda _: lm.score("P", None, NAMES, chat=("S", "U")), range(2)))
+    lm.score("P", None, NAMES, chat=("S", "U"))
+    assert (client.chats[-1].get("response_format") or {}).get("type") == "json_object"
+
+
 def test_other_server_errors_are_not_taken_for_a_refusal(tiny_dir, tmp_path):
     def chat(body):
         raise LLMServerError("HTTP 503: overloaded", 503)
