@@ -38,7 +38,13 @@ from talent_core.config import Settings, get_settings
 from talent_core.errors import LLMServerError, LogprobsUnavailable
 from talent_core.llm.models import AdapterMeta, load_tokenizer, read_meta, resolve_base_model
 from talent_core.llm.ranking import Scored
-from talent_core.llm.server_choice import FORMATS, choice_body, choice_scores, read_choice
+from talent_core.llm.server_choice import (
+    FORMATS,
+    choice_body,
+    choice_scores,
+    messages,
+    read_choice,
+)
 from talent_core.llm.server_scoring import Job, JobResult, echo_jobs, forced_jobs
 from talent_core.models import LLMBackend, Ranking
 
@@ -347,9 +353,6 @@ class ServerLM:
                                   int(prompt_tokens) if prompt_tokens
                                   else self.count_tokens(prompt),
                                   int(new_tokens) if new_tokens else self.count_tokens(text))
-        system, user = chat
-        text, cut = self.client.chat({
-            "model": model, "max_tokens": max_new_tokens, "temperature": 0.0,
-            "messages": [{"role": "system", "content": system},
-                         {"role": "user", "content": user}]})
+        text, cut = self.client.chat({"model": model, "max_tokens": max_new_tokens,
+                                      "temperature": 0.0, "messages": messages(*chat)})
         return Generation(text, cut, self.count_tokens(prompt), self.count_tokens(text))

@@ -49,14 +49,17 @@ def schema(n: int) -> dict[str, Any]:
                                                  "enum": list(range(1, n + 1))}}}}
 
 
+def messages(system: str, user: str) -> list[dict[str, str]]:
+    """A role's system and user turns as chat messages."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
 def choice_body(system: str, user: str, names: Sequence[str], fmt: str) -> dict[str, Any]:
     """The chat request (without the model) asking to choose among ``names`` (``fmt``: one
     of FORMATS)."""
     items = "\n".join(f"{i}. {n}" for i, n in enumerate(names, 1))
-    body: dict[str, Any] = {
-        "messages": [{"role": "system", "content": system},
-                     {"role": "user", "content": user + ASK.format(items=items)}],
-        "max_tokens": max_tokens(len(names)), "temperature": 0.0}
+    body: dict[str, Any] = {"messages": messages(system, user + ASK.format(items=items)),
+                            "max_tokens": max_tokens(len(names)), "temperature": 0.0}
     if fmt == "json_schema":
         body["response_format"] = {"type": "json_schema", "json_schema": {
             "name": "answers", "schema": schema(len(names))}}
