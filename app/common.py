@@ -69,6 +69,12 @@ def store_caption(pipe: Pipeline | ApiClient) -> None:
         where = s.data_dir.expanduser().resolve() if s.store == "embedded" else s.neo4j_uri
     st.sidebar.caption(plain(f"store: {kind} · {where} · {stats.entities:,} entities, "
                              f"{stats.triples:,} triples"))
+    left = stats.entities - stats.entities_with_embedding
+    if stats.triples and left > 0:
+        st.sidebar.caption(plain(
+            f"entity vectors: {stats.entities_with_embedding:,} of {stats.entities:,} "
+            "embedded (`talent vectors` fills the rest; answers meanwhile are the same, "
+            "a little slower, and vector linking finds only the embedded names)"))
     if stats.triples == 0:
         st.warning(plain(f"The store at {where} is empty: load a KG on the Load page, run "
                          "`talent demo`, or point TALENT_DATA_DIR at a loaded store."))

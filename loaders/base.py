@@ -520,14 +520,16 @@ def _prepare(
     t = time.perf_counter()
     if hasattr(embedder, "overlapped"):  # BulkEmbedder: all cores when nothing runs beside it
         embedder.overlapped = writer.overlapping()
-    if new_ids:
+    if new_ids and opts.vectors == "later":
+        prep.entities = [(i, names[i], None) for i in new_ids]
+    elif new_ids:
         vecs = embedder.encode([names[i] for i in new_ids])
         prep.entities = [(i, names[i], v) for i, v in zip(new_ids, vecs, strict=True)]
     if new_rels:
         vecs = embedder.encode(new_rels)
         prep.relations = [(n, v) for n, v in zip(new_rels, vecs, strict=True)]
     report.embed_seconds += time.perf_counter() - t
-    report.new_entities_embedded += len(new_ids)
+    report.new_entities_embedded += len(new_ids) if opts.vectors == "now" else 0
     report.new_relations_embedded += len(new_rels)
     return prep
 

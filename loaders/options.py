@@ -17,6 +17,7 @@ from talent_core.text import printable
 
 OnError = Literal["fail", "skip"]
 SelfLoops = Literal["keep", "reject"]
+Vectors = Literal["now", "later"]
 
 
 @dataclass
@@ -38,6 +39,10 @@ class LoadOptions:
     progress: bool = True
     dry_run: bool = False  # validate only: read and check everything, write nothing
     overlap: bool = True  # write batch k while batch k+1 is read and embedded
+    # "later": entities are written without their embedding (the graph answers at once; name
+    # and fuzzy linking work, retrieval embeds the names it scores) and `talent vectors`
+    # (loaders.vectors.fill_vectors) embeds them afterwards; relations are embedded now
+    vectors: Vectors = "now"
     # an empty graph in a store that offers it (embedded FalkorDB): GRAPH.BULK, not MERGE
     bulk: bool = True
     bulk_max_ids: int = 2_000_000  # entities the bulk path tracks before handing over
@@ -65,6 +70,8 @@ class LoadOptions:
             raise ValueError("max_record_lines must be >= 1")
         if self.self_loops not in ("keep", "reject"):
             raise ValueError("self_loops must be 'keep' or 'reject'")
+        if self.vectors not in ("now", "later"):
+            raise ValueError("vectors must be 'now' or 'later'")
 
 
 class LoadProgress(BaseModel):

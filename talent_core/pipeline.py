@@ -209,6 +209,20 @@ class Pipeline:
         that `answer` need not plan again. ``history``: the turns a follow-up may refer to,
         oldest first (`conversation`); a question with topic entities of its own is read
         without them."""
+        with self._answering():
+            return self._retrieve_planned(question, topic_entities, history, **overrides)
+
+    def _answering(self):
+        """Held while this pipeline answers: a vector fill behind it gives way
+        (`store._common.answering`)."""
+        from talent_core.store._common import answering, job_dir
+
+        return answering(job_dir(self.store, self.settings))
+
+    def _retrieve_planned(
+        self, question: str, topic_entities: list[str] | None, history: Sequence[Turn],
+        **overrides
+    ) -> tuple[Candidate, Plan | None]:
         config = self.retrieval_config(**overrides)
         question = check_question(question, self.settings.max_question_chars)
         topic_entities = check_topics(topic_entities, self.settings.max_topic_entities,
@@ -308,12 +322,13 @@ class Pipeline:
             out = answer_stage(candidate, "retrieval", decode, None, None, self.store, t0=t0)
             out.not_in_kg = missing
             return out
-        own_retriever, generator = self.models
-        ranked = decode == "ranked" and generator.task != "label"
-        return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
-                            self.store, planner=self.planner if ranked else None, t0=t0,
-                            answer_set_rule=self.settings.answer_set, made=plan,
-                            on_stage=on_stage)
+        with self._answering():  # loading the models on a first question too
+            own_retriever, generator = self.models
+            ranked = decode == "ranked" and generator.task != "label"
+            return answer_stage(candidate, mode, decode, retriever or own_retriever, generator,
+                                self.store, planner=self.planner if ranked else None, t0=t0,
+                                answer_set_rule=self.settings.answer_set, made=plan,
+                                on_stage=on_stage)
 
     def load(self, path: Path | str, fmt: str, **options) -> LoadReport:
         """Load a KG file into this pipeline's store (`loaders.api.load_path` options)."""

@@ -50,12 +50,13 @@ def read_private(path: Path, what: str, error: type[Exception],
 
 
 @contextlib.contextmanager
-def locked(folder: Path, lock_name: str, what: str, error: type[Exception]
-           ) -> Iterator[Path]:
+def locked(folder: Path, lock_name: str, what: str, error: type[Exception],
+           wait: bool = True) -> Iterator[Path]:
     """The real path of the data dir ``folder`` (checked as every command checks it, created
     0700 when absent) with the exclusive lock on
     ``folder/lock_name`` held: one change at a time across processes and threads (each
-    holder opens the lock file itself)."""
+    holder opens the lock file itself). ``wait=False``: ``error`` at once when another
+    holder has it."""
     from talent_core.store._common import ensure_data_dir
 
     try:
@@ -74,7 +75,10 @@ def locked(folder: Path, lock_name: str, what: str, error: type[Exception]
             raise error(f"{lock}: not a regular file of this user; remove it")
         if st.st_mode & 0o077:
             os.fchmod(fd, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))  # until fd closes
+        except BlockingIOError:
+            raise error(f"{lock}: another process holds the {what} lock now") from None
         yield real
     finally:
         os.close(fd)

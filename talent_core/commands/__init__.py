@@ -2,6 +2,7 @@
 
   talent load PATH --format ...     bulk load (loaders/)
   talent stats [--json]
+  talent vectors                    embed what `load --vectors later` left (demo: behind the UI)
   talent sources [--json]           the loads a store holds (--collisions: shared names)
   talent unload SOURCE              remove one load (load FILE --replace SOURCE: replace it)
   talent retrieve "Q" [--json]      candidate subgraph S; or --questions FILE for many
@@ -32,7 +33,7 @@ from talent_core.commands.ask import ask, examples, retrieve
 from talent_core.commands.console import fail_with
 from talent_core.commands.evaluate import eval_cmd
 from talent_core.commands.keys import keys_app
-from talent_core.commands.load import export_cmd, load, stats
+from talent_core.commands.load import export_cmd, load, stats, vectors_cmd
 from talent_core.commands.serve import serve
 from talent_core.commands.server import server_app
 from talent_core.commands.sources import sources
@@ -107,6 +108,7 @@ class _LazyGroup(TyperGroup):
 app = typer.Typer(cls=_LazyGroup, add_completion=False, no_args_is_help=True, help=__doc__)
 app.command("load")(load)
 app.command("stats")(stats)
+app.command("vectors")(vectors_cmd)
 app.command("sources")(sources)
 app.command("unload")(unload)
 app.command()(retrieve)

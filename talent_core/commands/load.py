@@ -23,7 +23,7 @@ from talent_core.commands.console import TqdmHandler
 from talent_core.config import get_settings
 from talent_core.loaders import FORMATS
 from talent_core.loaders.base import LoadReport
-from talent_core.loaders.options import OnError, SelfLoops
+from talent_core.loaders.options import OnError, SelfLoops, Vectors
 from talent_core.text import printable
 
 log = logging.getLogger("talent_core.loaders")  # the loaders' progress lines
@@ -40,6 +40,7 @@ SelfLoopChoice = _choices("SelfLoopChoice", get_args(SelfLoops))
 ConceptScope = _choices("ConceptScope", ("example", "global"))
 Precision = _choices("Precision", ("fp32", "bf16"))
 RdfRelations = _choices("RdfRelations", ("local", "iri"))
+VectorsChoice = _choices("VectorsChoice", get_args(Vectors))
 
 
 def _setup_logging() -> None:
@@ -187,6 +188,11 @@ def load(
             "TALENT_BULK_LOAD, on); --no-bulk writes every batch with MERGE statements.",
         ),
     ] = None,
+    vectors: Annotated[
+        VectorsChoice,
+        typer.Option(help="now: embed the entity names while loading; later: write the graph "
+                     "without them (it answers at once; `talent vectors` embeds them)."),
+    ] = VectorsChoice.now,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Validate the whole input; write nothing.")
     ] = False,
@@ -218,6 +224,7 @@ def load(
         on_error=on_error.value, rejects=rejects, self_loops=self_loops.value,
         max_line_length=max_line_length, max_record_lines=max_record_lines,
         progress=progress and sys.stderr.isatty(), dry_run=dry_run, source=source,
+        vectors=vectors.value,
         **({} if bulk is None else {"bulk": bulk}),
     )
     fmt = format.value if format else None
@@ -248,6 +255,9 @@ def load(
             typer.echo(report.model_dump_json(indent=2))
         else:
             typer.echo(printable(_summary(report), keep_newlines=True))
+    if vectors.value == "later" and not dry_run:
+        typer.echo("entity vectors: left for later; `talent vectors` embeds them (the store "
+                   "answers meanwhile)")
     if report.rejected:
         log.warning("%d rows rejected; see %s", report.rejected, report.rejects_file)
     if report.multiline_rows:
@@ -256,6 +266,55 @@ def load(
             "should contain a newline",
             report.multiline_rows,
         )
+
+
+def vectors_cmd(
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    json: Annotated[bool, typer.Option("--json", help="Print the fill's report as JSON.")] = False,
+    behind: Annotated[bool, typer.Option("--behind", help="A fill behind a UI or a server: "
+                                         "nice 10 (questions on the store pause any fill).")
+                      ] = False,
+    threads: Annotated[int | None, typer.Option(min=1, help="torch threads while embedding "
+                                                "(default: every core).")] = None,
+) -> None:
+    """Embed the entities stored without an embedding (`talent load --vectors later`, `talent
+    demo`); resumable: run it again after a stop and it goes on where it stopped."""
+    from talent_core.loaders.embedders import make_embedder
+    from talent_core.loaders.vectors import fill_vectors, vectors_left
+    from talent_core.store import open_store
+    from talent_core.store._common import job_dir
+
+    if behind:
+        from talent_core.loaders.vectors import run_behind
+
+        run_behind()
+    _setup_logging()
+    settings = get_settings()
+    store = open_store(settings)
+    bar = None
+    try:
+        left, entities = vectors_left(store)
+        if left and progress and sys.stderr.isatty():
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=left, unit="names", desc="vectors", dynamic_ncols=True)
+
+        def shown(done: int, total: int) -> None:
+            if bar is not None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+        embedder = make_embedder(settings, threads=threads) if left else None
+        report = fill_vectors(store, embedder, job_dir(store, settings), on_progress=shown)
+    finally:
+        if bar is not None:
+            bar.close()
+        store.close()
+    if json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        typer.echo(f"{report.embedded:,} entities embedded in {report.seconds:.1f} s; "
+                   f"{report.left:,} of {entities:,} still without an embedding")
 
 
 def stats(

@@ -78,7 +78,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
-from talent_core.retrieval.neighbourhood import ms_since, region, vector_rows
+from talent_core.retrieval.neighbourhood import entity_vectors, ms_since, region, vector_rows
 from talent_core.retrieval.plugin import RetrievalContext
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,8 @@ def grag_candidate(ctx: RetrievalContext) -> Candidate:
     """GRAG's retrieval for one question (module docstring): top `top_egos` of the
     `ego_hops`-hop ego-graphs of the anchors' `hops`-hop region, merged and pruned at
     `prune`. Nodes: centres first (rank order), then the region's order."""
-    # the question vector (enc) and the store's vectors are all GRAG reads (no embedder)
+    # the question vector (enc) and the store's vectors are all GRAG reads (the embedder
+    # only for entities stored without a vector yet: loaders.vectors)
     question, store, enc, seeds, cfg, timings = (
         ctx.question, ctx.store, ctx.encoding, ctx.seeds, ctx.cfg, ctx.timings)
     t = time.perf_counter()
@@ -220,7 +221,8 @@ def grag_candidate(ctx: RetrievalContext) -> Candidate:
     n, m = reg.n, len(reg.head)
     q = np.asarray(enc.vector, dtype=np.float32)
     dim = q.shape[0]
-    node_vecs, has_vec = vector_rows(reg.ids, store.entity_vectors(reg.ids) if n else {}, dim)
+    node_vecs, has_vec = vector_rows(
+        reg.ids, entity_vectors(store, ctx.embedder, reg.ids, reg.names), dim)
     rel_vecs, _ = vector_rows(reg.relations, store.relation_vectors(reg.relations)
                               if reg.relations else {}, dim)
     timings["neighbourhood"] = ms_since(t)

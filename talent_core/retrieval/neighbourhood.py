@@ -147,6 +147,38 @@ def vector_rows(
     return rows, found
 
 
+def entity_similarity(
+    store: GraphReader, embedder, ids: Sequence[str], names: Sequence[str], vector
+) -> dict[str, float]:
+    """Cosine of ``vector`` to each entity of ``ids``: the store's, and for an entity stored
+    without an embedding (a load with `--vectors later` whose fill has not reached it) its
+    name ``names[k]`` embedded here, so that a graph answers the same while its vectors
+    fill (loaders.vectors)."""
+    sims = store.entity_similarity(list(ids), vector) if len(ids) else {}
+    missing = [(i, n) for i, n in zip(ids, names, strict=True) if i not in sims]
+    if missing:
+        q = np.asarray(vector, dtype=np.float32).ravel()
+        q = q / max(float(np.linalg.norm(q)), 1e-12)
+        vecs = embedder.encode([n for _, n in missing])
+        sims.update((i, float(v @ q)) for (i, _), v in zip(missing, vecs, strict=True))
+    return sims
+
+
+def entity_vectors(
+    store: GraphReader, embedder, ids: Sequence[str], names: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """The store's embeddings of ``ids`` (`GraphReader.entity_vectors`), an entity stored
+    without one embedded from its name here (see `entity_similarity`); ``embedder`` None:
+    the store's only."""
+    vecs = store.entity_vectors(list(ids)) if len(ids) else {}
+    missing = [(i, n) for i, n in zip(ids, names, strict=True) if i not in vecs]
+    if missing and embedder is not None:
+        new = embedder.encode([n for _, n in missing])
+        vecs.update((i, np.asarray(v, dtype=np.float32))
+                    for (i, _), v in zip(missing, new, strict=True))  # fmt: skip
+    return vecs
+
+
 def ms_since(t: float) -> float:
     """Milliseconds since `time.perf_counter()` was ``t`` (the retrievers' stage timings)."""
     return (time.perf_counter() - t) * 1000.0

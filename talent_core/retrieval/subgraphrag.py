@@ -105,7 +105,13 @@ from torch import nn
 from talent_core.embedding_common import MINILM_ALIASES
 from talent_core.errors import ScorerError
 from talent_core.models import Candidate, CandidateEdge, CandidateNode
-from talent_core.retrieval.neighbourhood import Region, ms_since, region, vector_rows
+from talent_core.retrieval.neighbourhood import (
+    Region,
+    entity_vectors,
+    ms_since,
+    region,
+    vector_rows,
+)
 from talent_core.retrieval.plugin import RetrievalContext
 from talent_core.store.base import GraphReader
 
@@ -274,12 +280,14 @@ def store_features(
     topic_pe: bool = True,
     meta: dict[str, Any] | None = None,
     undirected_rounds: int = 0,
+    embedder: Any = None,
 ) -> Features:
-    """Features of `graph` from the store's entity / relation vectors (one call each);
+    """Features of `graph` from the store's entity / relation vectors (one call each; an
+    entity stored without one embedded by ``embedder``, `neighbourhood.entity_vectors`);
     `meta` (a scorer's) is checked against the dimensions (ScorerError)."""
     q = np.asarray(question_vector, dtype=np.float32).ravel()
     d = q.size
-    evec = store.entity_vectors(graph.ids) if graph.ids else {}
+    evec = entity_vectors(store, embedder, graph.ids, graph.names)
     rvec = store.relation_vectors(graph.relations) if graph.relations else {}
     stored = next((v.size for v in (*evec.values(), *rvec.values())), None)
     _check_dimensions(d, stored, meta)
@@ -470,7 +478,8 @@ def subgraphrag_candidate(ctx: RetrievalContext) -> Candidate:
     anchors = seeds.anchors()
     graph = region(store, anchors, cfg.hops, cfg.caps())
     feats = store_features(store, graph, enc.vector, meta["rounds"], meta["reverse_rounds"],
-                           meta["topic_pe"], meta, int(meta.get("undirected_rounds", 0)))
+                           meta["topic_pe"], meta, int(meta.get("undirected_rounds", 0)),
+                           ctx.embedder)
     timings["neighbourhood"] = ms_since(t)
 
     t = time.perf_counter()

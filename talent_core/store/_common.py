@@ -92,6 +92,44 @@ def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[N
         os.close(fd)  # releases the lock
 
 
+ANSWERING_LOCK_NAME = "answering.lock"
+
+
+@contextlib.contextmanager
+def answering(data_dir: Path) -> Iterator[None]:
+    """Held (shared: any number at once) while a question is answered on the store of
+    ``data_dir``: a background vector fill gives way while any is held (`answering_now`).
+    Never blocks an answer for longer than the fill's instant probe; a data dir it cannot
+    open the lock file in signals nothing."""
+    try:
+        fd = os.open(Path(data_dir) / ANSWERING_LOCK_NAME,
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def answering_now(data_dir: Path) -> bool:
+    """Whether a question is being answered on the store of ``data_dir`` (`answering`)."""
+    try:
+        fd = os.open(Path(data_dir) / ANSWERING_LOCK_NAME,
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # releases the probe's lock
+
+
 def owner_only(path: str, flags: int) -> int:
     """An `open(..., opener=owner_only)` opener: a new file is created 0600 whatever the
     umask."""

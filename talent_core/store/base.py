@@ -162,6 +162,14 @@ class GraphWriter(Protocol):
     def existing_relations(self, names: Sequence[str]) -> set[str]:
         """The relation names among `names` already in the catalogue with an embedding."""
 
+    def entities_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        """(id, name) of the first ``limit`` entities, in id order, stored without an
+        embedding: what `talent vectors` fills next."""
+
+    def set_entity_vectors(self, rows: Sequence[tuple[str, Vector]]) -> int:
+        """(id, embedding) rows for entities stored without one: an entity missing from the
+        store is not created, one with an embedding keeps it. How many were set."""
+
     def stats(self) -> StoreStats: ...
 
     def clear(self) -> None:

@@ -155,6 +155,21 @@ class CypherStore:
             }
             self._write("upsert_entities", {"rows": self._vector_rows(fields, vecs[part])})
 
+    def entities_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        rows = self._read("entities_without_vectors", {"limit": int(limit)})
+        return [(str(i), str(n)) for i, n in rows]
+
+    def set_entity_vectors(self, rows: Sequence[tuple[str, Vector]]) -> int:
+        rows = last_per_key(rows)
+        check_keys("entity id", (r[0] for r in rows))
+        vecs = self._checked_vectors([r[1] for r in rows], "entity", [r[0] for r in rows])
+        done = 0
+        for part in spans(len(rows), self.vector_batch_size):
+            fields = {"id": [r[0] for r in rows[part]]}
+            res = self._write("set_entity_vectors", {"rows": self._vector_rows(fields, vecs[part])})
+            done += int(res[0][0]) if res else 0
+        return done
+
     def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
         rows = last_per_key(rows)
         check_keys("relation name", (r[0] for r in rows))

@@ -83,8 +83,14 @@ def _vector_values(vectors: np.ndarray) -> list[bytes]:
     return [head + raw[i * step : (i + 1) * step] for i in range(n)]
 
 
-def entity_token(rows: Sequence[tuple[str, str]], vectors: np.ndarray) -> bytes:
-    """Entity nodes (id, name, name_lc, _v)."""
+def entity_token(rows: Sequence[tuple[str, str]], vectors: np.ndarray | None) -> bytes:
+    """Entity nodes (id, name, name_lc, _v); without `_v` when `vectors` is None (a load
+    that leaves the embeddings for later, `talent vectors`)."""
+    if vectors is None:
+        parts = [_header("Entity", ("id", "name", "name_lc"))]
+        for i, name in rows:
+            parts += (_string(i), _string(name), _string(normalise_name(name)))
+        return b"".join(parts)
     parts = [_header("Entity", ("id", "name", "name_lc", "_v"))]
     for (i, name), vec in zip(rows, _vector_values(vectors), strict=True):
         parts += (_string(i), _string(name), _string(normalise_name(name)), vec)
@@ -175,6 +181,7 @@ class Staged:
 
     lo: int  # node ids [lo, hi) of the batch's new entities and relations
     hi: int
+    vlo: int  # node ids [vlo, hi) arrive with a vector to convert (> lo: entities without)
     extra: int  # nodes after hi: the load's Source node (first batch only)
     batches: int
     new_ids: dict[str, int]
@@ -238,7 +245,7 @@ class BulkSession:
     # --- writing ----------------------------------------------------------------------------
     def stage(
         self,
-        entities: Sequence[tuple[str, str, Vector]],
+        entities: Sequence[tuple[str, str, Vector | None]],
         relations: Sequence[tuple[str, Vector]],
         edges: Sequence[Edge],
         timer: Timer | None = None,
@@ -255,7 +262,11 @@ class BulkSession:
             check_keys("relation name", (r[0] for r in relations))
             check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
             check_keys("relation name", (e.rel for e in edges))
-            evecs = st._checked_vectors(
+            later = sum(e[2] is None for e in entities)
+            if later not in (0, len(entities)):
+                raise ValueError("a bulk batch's entities come all with embeddings or all "
+                                 "without")
+            evecs = None if later else st._checked_vectors(
                 [e[2] for e in entities], "entity", [e[0] for e in entities]
             )
             rvecs = st._checked_vectors(
@@ -277,16 +288,17 @@ class BulkSession:
                 extra = 1
             sid = self.source.id if self.source is not None else None
             rels = [edge_token(bulk_edges, sid)] if bulk_edges else []
-            if hi > lo:
-                rels.append(marker_token(lo, hi))
+            vlo = lo + later  # entities first, then relations: only these carry `_v`
+            if hi > vlo:
+                rels.append(marker_token(vlo, hi))
         return Staged(
-            lo=lo, hi=hi, extra=extra, batches=self.batches, new_ids=new_ids,
+            lo=lo, hi=hi, vlo=vlo, extra=extra, batches=self.batches, new_ids=new_ids,
             relations=[r[0] for r in relations], keys=keys, n_bulk_edges=len(bulk_edges),
             merge_edges=merge_edges, nodes=nodes, rels=rels,
         )  # fmt: skip
 
     def write(
-        self, entities: Sequence[tuple[str, str, Vector]],
+        self, entities: Sequence[tuple[str, str, Vector | None]],
         relations: Sequence[tuple[str, Vector]], edges: Sequence[Edge],
         timer: Timer | None = None, defer_vectors: bool = False, staged: Staged | None = None,
     ) -> bool:
@@ -369,7 +381,7 @@ class BulkSession:
                         )
                     if b.nodes or b.rels:
                         args: list[Any] = ["BEGIN"] if not self.began else []
-                        n_edges = b.n_bulk_edges + (1 if b.hi > b.lo else 0)  # + the marker
+                        n_edges = b.n_bulk_edges + (1 if b.hi > b.vlo else 0)  # + the marker
                         n_nodes = b.hi - b.lo + b.extra
                         args += [n_nodes, n_edges, len(b.nodes), len(b.rels), *b.nodes,
                                  *b.rels]  # fmt: skip
@@ -378,8 +390,8 @@ class BulkSession:
                 st.lost_server()  # ENOSPC when it died on a full disk
                 raise BulkAbandoned(f"lost the server during a bulk batch ({e})") from None
         self.next_id = b.hi + b.extra
-        if b.hi > b.lo:
-            self.pending = (b.lo, b.hi)
+        if b.hi > b.vlo:
+            self.pending = (b.vlo, b.hi)
         self.node_ids.update(b.new_ids)
         self.relations.update(b.relations)
         self.seen.add(b.keys)

@@ -126,6 +126,20 @@ class MemoryStore:
         self._vectors.update(vecs)
         self._index = None
 
+    def entities_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        ids = sorted(i for i in self._names if i not in self._vectors)
+        return [(i, self._names[i]) for i in ids[: max(0, int(limit))]]
+
+    def set_entity_vectors(self, rows: Sequence[tuple[str, Vector]]) -> int:
+        rows = last_per_key(rows)
+        check_keys("entity id", (r[0] for r in rows))
+        vecs = {i: self._checked(v, i) for i, v in rows}
+        new = {i: v for i, v in vecs.items() if i in self._names and i not in self._vectors}
+        self._vectors.update(new)
+        if new:
+            self._index = None
+        return len(new)
+
     def upsert_relations(self, rows: Sequence[tuple[str, Vector | None]]) -> None:
         rows = last_per_key(rows)
         check_keys("relation name", (r[0] for r in rows))

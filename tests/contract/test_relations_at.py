@@ -29,3 +29,17 @@ def test_entity_ids_pages_in_id_order(read_store):
     assert first == every[:2] and rest == every[2:]
     assert read_store.entity_ids(every[-1], 5) == []
     assert read_store.entity_ids("", 0) == []
+
+
+def test_entity_ids_pages_every_id(read_store):
+    """Pages of one id through accented names give every id once: FalkorDB's range index
+    orders "José Rivera" and "Joseph" unlike its ORDER BY, which skipped ids there."""
+    names = ["José Rivera", "Joseph Gordon", "Jose", "Josf", "Zoë", "Zoe", "apple", "Émile",
+             "Ender", "Amélie", "Amelia", "Ñu", "Nu"]
+    read_store.upsert_entities([(n, n, None) for n in names])
+    got, after = [], ""
+    while page := read_store.entity_ids(after, 1):
+        got += page
+        after = page[-1]
+        assert len(got) <= len(names)
+    assert got == sorted(names)

@@ -205,6 +205,29 @@ def test_existing_entities_and_relations(graph_store):
     assert (st.entities, st.entities_with_embedding, st.relations) == (2, 2, 2)
 
 
+def test_entities_without_vectors_are_listed_and_filled(read_store):
+    """`talent load --vectors later` then `talent vectors`: the entities stored without an
+    embedding come first in id order; filling sets only those, never creates an entity
+    (one an unload deleted meanwhile stays deleted), never replaces a vector."""
+    read_store.upsert_entities([("a", "A", one_hot(0))]
+                               + [(f"n{k}", f"Name {k}", None) for k in range(5)])
+    assert read_store.entities_without_vectors(3) == [("n0", "Name 0"), ("n1", "Name 1"),
+                                                      ("n2", "Name 2")]
+    set_ = read_store.set_entity_vectors(
+        [("n0", one_hot(1)), ("n1", one_hot(2)), ("a", one_hot(5)), ("gone", one_hot(3))])
+    assert set_ == 2  # "a" had its vector, "gone" is not in the store
+    assert read_store.entities_without_vectors(10) == [
+        ("n2", "Name 2"), ("n3", "Name 3"), ("n4", "Name 4")]
+    assert read_store.entities_by_id(["gone"]) == []
+    st = read_store.stats()
+    assert (st.entities, st.entities_with_embedding) == (6, 3)
+    # the filled vectors are found by the vector index and the similarity reads
+    assert read_store.top_entities(one_hot(2), 1)[0].entity.id == "n1"
+    assert read_store.top_entities(one_hot(0), 1)[0].entity.id == "a"  # kept, not replaced
+    sims = read_store.entity_similarity(["n0", "n2"], one_hot(1))
+    assert sims.keys() == {"n0"} and sims["n0"] == pytest.approx(1.0, abs=1e-5)
+
+
 def test_bad_embeddings_are_refused(graph_store):
     with pytest.raises(ValueError):
         graph_store.upsert_entities([("a", "A", [math.nan] * 8)])

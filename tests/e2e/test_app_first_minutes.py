@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 from test_app_pages import _app, ask, explore
 from typer.testing import CliRunner
@@ -112,6 +113,7 @@ def test_too_long_question_in_full_mode_loads_no_model(use_toy, monkeypatch):
         "the question is 5,000 characters long; the maximum is 4,096"]
 
 
+@pytest.mark.slow  # over 30 s: the slow suite (CI runs both)
 def test_evaluate_default_runs(use_toy):
     """The Evaluate page's own default (the bundled MetaQA examples, which start with a
     comment) runs to a report."""

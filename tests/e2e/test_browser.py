@@ -254,6 +254,7 @@ def _steps(walk: Callable[[str, Any], None], url: str, d, name: str) -> None:
         raise
 
 
+@pytest.mark.slow  # over 30 s: the slow suite (CI runs both)
 def test_browser_walkthrough(server, driver):
     url, log = server
     _steps(_walk, url, driver, "walkthrough")
@@ -561,6 +562,7 @@ def _node_count(d) -> int:
     return _in_graph(d, "return cy.nodes().length;") or 0
 
 
+@pytest.mark.slow  # over 30 s: the slow suite (CI runs both)
 def test_browser_graph_shows_kg_text_literally_and_runs_no_script(xss_env, driver,
                                                                   tmp_path_factory):
     d = driver

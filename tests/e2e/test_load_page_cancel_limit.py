@@ -127,6 +127,7 @@ def cancel_server(toy_env, tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
 @pytest.mark.skipif(not (CHROMIUM and DRIVER and HAVE_SELENIUM)
                     and not os.environ.get("TALENT_REQUIRE_BROWSER"),
                     reason="needs chromium, chromedriver and selenium")
+@pytest.mark.slow  # over 30 s: the slow suite (CI runs both)
 def test_cancel_a_running_load_in_the_browser(cancel_server, driver, tmp_path):  # noqa: F811
     url, data, log = cancel_server
     d = driver

@@ -55,6 +55,7 @@ def _read_env(path: Path) -> dict[str, str]:
 
 
 @pytest.mark.neo4j
+@pytest.mark.slow  # over 30 s: the slow suite (CI runs both)
 def test_neo4j_admin_imports_the_export(embedded_store, tmp_path, scratch_env):
     from talent_core.store.neo4j import Neo4jStore
 

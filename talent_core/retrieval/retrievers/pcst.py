@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import Field
 
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, Edge
-from talent_core.retrieval.neighbourhood import OneHop, ms_since, region
+from talent_core.retrieval.neighbourhood import OneHop, entity_similarity, ms_since, region
 from talent_core.retrieval.paths import PathExpansion, expand_paths
 from talent_core.retrieval.pcst import pcst
 from talent_core.retrieval.plugin import (
@@ -83,7 +83,7 @@ def paper_rule(ctx: RetrievalContext) -> Candidate:
     cfg, store, enc = ctx.cfg, ctx.store, ctx.encoding
     t = time.perf_counter()
     reg = region(store, ctx.seeds.anchors(), cfg.hops, cfg.caps())
-    node_sim_map = store.entity_similarity(reg.ids, enc.vector) if reg.ids else {}
+    node_sim_map = entity_similarity(store, ctx.embedder, reg.ids, reg.names, enc.vector)
     rel_sim_map = (store.relation_similarity(reg.relations, enc.vector)
                    if reg.relations else {})
     ctx.timings["neighbourhood"] = ms_since(t)
@@ -132,7 +132,8 @@ def default_rule(ctx: RetrievalContext) -> Candidate:
     n_sim = round(cfg.node_sim_share * cfg.k_nodes)
     if n_sim > 0 and endpoints.size:
         local = np.unique(endpoints)
-        sim_map = store.entity_similarity([exp.ids[j] for j in local.tolist()], enc.vector)
+        sim_map = entity_similarity(store, ctx.embedder, [exp.ids[j] for j in local.tolist()],
+                                    [exp.names[j] for j in local.tolist()], enc.vector)
         sims = np.array([sim_map.get(exp.ids[j], -1.0) for j in local.tolist()])
         extra = np.zeros(len(exp.ids))
         extra[local] = rank_prizes(sims, n_sim)

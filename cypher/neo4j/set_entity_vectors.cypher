@@ -1,0 +1,8 @@
+// $rows: [{id, embedding}]: the embedding of entities stored without one (`talent vectors`).
+// MATCH, not MERGE: an entity an unload deleted meanwhile is not brought back; one that has
+// its embedding already keeps it. Returns how many were set.
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+WHERE e.embedding IS NULL
+CALL db.create.setNodeVectorProperty(e, 'embedding', row.embedding)
+RETURN count(e) AS n
