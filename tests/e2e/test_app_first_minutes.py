@@ -175,7 +175,10 @@ def test_roles_and_edge_groups_present_in_legend_order():
 def test_evaluate_bad_question_file_is_one_line(use_toy, monkeypatch):
     """A question file with a bad line: the page says file:line in one line, no traceback
     and no class name."""
+    # evaluation.report binds read_items when first imported: imported first under the
+    # patch below, it would keep `bad` for every later test of the process
     import talent_core.evaluation.datasets as datasets
+    import talent_core.evaluation.report  # noqa: F401
     from talent_core.errors import QuestionFileError
 
     def bad(*a, **k):
