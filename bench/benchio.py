@@ -113,3 +113,28 @@ def wait_ready(base: str, key: str, timeout: float = 3600.0) -> None:
         if time.time() > deadline:
             raise SystemExit(f"talent serve at {base} not ready after {timeout:.0f} s")
         time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def busy_processes(n: int):
+    """``n`` busy processes (a spinning Python loop each) while the block runs: the "beside
+    two busy processes" of the figures."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in spinners:
+            p.kill()
+
+
+def wait_for_fill(log: Path, timeout: float = 1800.0) -> None:
+    """Return once the vector fill logging to ``log`` (`talent vectors`: its last line says
+    what is "still without an embedding") has ended; SystemExit after ``timeout`` seconds.
+    Reads the file once a second: the wait adds no load of its own."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (log.exists() and "still without an embedding" in log.read_text()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the fill did not end in {timeout:.0f} s: {log}")
+        time.sleep(1.0)
