@@ -73,8 +73,8 @@ def store_caption(pipe: Pipeline | ApiClient) -> None:
     if stats.triples and left > 0:
         st.sidebar.caption(plain(
             f"entity vectors: {stats.entities_with_embedding:,} of {stats.entities:,} "
-            "embedded (`talent vectors` fills the rest; answers meanwhile are the same, "
-            "a little slower, and vector linking finds only the embedded names)"))
+            "embedded so far (talent vectors fills the rest; answers meanwhile are the "
+            "same, a little slower, and vector linking finds only the embedded names)"))
     if stats.triples == 0:
         st.warning(plain(f"The store at {where} is empty: load a KG on the Load page, run "
                          "`talent demo`, or point TALENT_DATA_DIR at a loaded store."))
