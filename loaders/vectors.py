@@ -7,7 +7,7 @@ entities embedded so far, and retrieval embeds the names it scores that have no 
 (`retrieval.neighbourhood.entity_similarity`), so answers do not change, only their speed.
 A fill that stops (Ctrl-C, a crash) is resumed by the next one: it reads the entities
 still without an embedding. It holds the data dir's job lock shared, as a load does (an
-unload runs alone), and one fill runs per data dir at a time."""
+unload runs alone: it is refused while a fill runs), and one fill runs per data dir at a time."""
 
 from __future__ import annotations
 
