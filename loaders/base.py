@@ -525,11 +525,11 @@ def _prepare(
     elif new_ids:
         vecs = embedder.encode([names[i] for i in new_ids])
         prep.entities = [(i, names[i], v) for i, v in zip(new_ids, vecs, strict=True)]
+        report.new_entities_embedded += len(new_ids)
     if new_rels:
         vecs = embedder.encode(new_rels)
         prep.relations = [(n, v) for n, v in zip(new_rels, vecs, strict=True)]
     report.embed_seconds += time.perf_counter() - t
-    report.new_entities_embedded += len(new_ids) if opts.vectors == "now" else 0
     report.new_relations_embedded += len(new_rels)
     return prep
 

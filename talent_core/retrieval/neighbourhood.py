@@ -155,12 +155,11 @@ def entity_similarity(
     name ``names[k]`` embedded here, so that a graph answers the same while its vectors
     fill (loaders.vectors)."""
     sims = store.entity_similarity(list(ids), vector) if len(ids) else {}
-    missing = [(i, n) for i, n in zip(ids, names, strict=True) if i not in sims]
-    if missing:
+    new = _embedded_names(embedder, ids, names, sims)
+    if new:
         q = np.asarray(vector, dtype=np.float32).ravel()
         q = q / max(float(np.linalg.norm(q)), 1e-12)
-        vecs = embedder.encode([n for _, n in missing])
-        sims.update((i, float(v @ q)) for (i, _), v in zip(missing, vecs, strict=True))
+        sims.update((i, float(v @ q)) for i, v in new.items())
     return sims
 
 
@@ -171,12 +170,19 @@ def entity_vectors(
     without one embedded from its name here (see `entity_similarity`); ``embedder`` None:
     the store's only."""
     vecs = store.entity_vectors(list(ids)) if len(ids) else {}
-    missing = [(i, n) for i, n in zip(ids, names, strict=True) if i not in vecs]
-    if missing and embedder is not None:
-        new = embedder.encode([n for _, n in missing])
-        vecs.update((i, np.asarray(v, dtype=np.float32))
-                    for (i, _), v in zip(missing, new, strict=True))  # fmt: skip
+    if embedder is not None:
+        vecs.update(_embedded_names(embedder, ids, names, vecs))
     return vecs
+
+
+def _embedded_names(embedder, ids: Sequence[str], names: Sequence[str],
+                    have: dict) -> dict[str, np.ndarray]:
+    """The entities of ``ids`` that ``have`` lacks, each its name ``names[k]`` embedded."""
+    missing = [(i, n) for i, n in zip(ids, names, strict=True) if i not in have]
+    if not missing:
+        return {}
+    vecs = embedder.encode([n for _, n in missing])
+    return {i: np.asarray(v, dtype=np.float32) for (i, _), v in zip(missing, vecs, strict=True)}
 
 
 def ms_since(t: float) -> float:

@@ -95,16 +95,24 @@ def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[N
 ANSWERING_LOCK_NAME = "answering.lock"
 
 
+def _answering_fd(data_dir: Path) -> int | None:
+    """The data dir's answering lock file, opened (created 0600, never through a symlink);
+    None where it cannot be: then nothing is signalled."""
+    try:
+        return os.open(Path(data_dir) / ANSWERING_LOCK_NAME,
+                       os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+
+
 @contextlib.contextmanager
 def answering(data_dir: Path) -> Iterator[None]:
     """Held (shared: any number at once) while a question is answered on the store of
     ``data_dir``: a background vector fill gives way while any is held (`answering_now`).
     Never blocks an answer for longer than the fill's instant probe; a data dir it cannot
     open the lock file in signals nothing."""
-    try:
-        fd = os.open(Path(data_dir) / ANSWERING_LOCK_NAME,
-                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
+    fd = _answering_fd(data_dir)
+    if fd is None:
         yield
         return
     try:
@@ -116,10 +124,8 @@ def answering(data_dir: Path) -> Iterator[None]:
 
 def answering_now(data_dir: Path) -> bool:
     """Whether a question is being answered on the store of ``data_dir`` (`answering`)."""
-    try:
-        fd = os.open(Path(data_dir) / ANSWERING_LOCK_NAME,
-                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError:
+    fd = _answering_fd(data_dir)
+    if fd is None:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
