@@ -341,17 +341,17 @@ class CypherStore:
         return [found[i] for i in uniq if i in found]
 
     def search_names(self, text: str, k: int) -> list[Entity]:
-        query = self._fulltext_query(text)
-        if not query or k < 1:
-            return []
-        rows = self._read("search_names", {"query": query, "k": int(k)})
-        return [Entity(id=r[0], name=r[1]) for r in rows]
+        return self._name_search("search_names", self._fulltext_query(text), k)
 
     def fuzzy_names(self, text: str, k: int) -> list[Entity]:
-        query = self._fuzzy_query(text)
+        return self._name_search("fuzzy_names", self._fuzzy_query(text), k)
+
+    def _name_search(self, name: str, query: str, k: int) -> list[Entity]:
+        """The top ``k`` entities of fulltext statement ``name`` for ``query`` (none for an
+        empty query): the exact and the fuzzy name search differ only in query and file."""
         if not query or k < 1:
             return []
-        rows = self._read("fuzzy_names", {"query": query, "k": int(k)})
+        rows = self._read(name, {"query": query, "k": int(k)})
         return [Entity(id=r[0], name=r[1]) for r in rows]
 
     def neighbourhood(self, seed_ids: Sequence[str], hops: int, caps: ExpansionCaps) -> Subgraph:
