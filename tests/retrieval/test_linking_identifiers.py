@@ -42,29 +42,28 @@ def test_identifier_spellings_of_a_typed_name():
     assert name_similarity("Inception", "Inception") == (1.0, 0)
 
 
-@pytest.mark.parametrize(("question", "kg_name"), [
-    ("which club does Daniel Opare play for", "Daniel_OPARE"),
-    ("which firm did J. P. Morgan Jr. lead", "j_p_morgan_jr"),
-    ("where are Tigres UANL based", "Tigres_UANL"),
-    ("who directed repo men", "Repo_Men"),
-])
-def test_typed_names_link_exactly_and_keep_the_kg_name(id_store, question, kg_name):
+# typed names, as people write them and with a typo: (question, the KG's name) by how they link
+TYPED = {"exact": [("which club does Daniel Opare play for", "Daniel_OPARE"),
+                   ("which firm did J. P. Morgan Jr. lead", "j_p_morgan_jr"),
+                   ("where are Tigres UANL based", "Tigres_UANL"),
+                   ("who directed repo men", "Repo_Men")],
+         "fuzzy": [("which club does Danel Opare play for", "Daniel_OPARE"),
+                   ("which firm did J. P. Morgn Jr. lead", "j_p_morgan_jr"),
+                   ("where are Tigres UNAL based", "Tigres_UANL")]}
+
+
+@pytest.mark.parametrize(("question", "kg_name", "how"),
+                         [(q, name, how) for how, rows in TYPED.items() for q, name in rows])
+def test_typed_names_link_to_the_kg_name(id_store, question, kg_name, how):
+    """A typed name links (exactly, or fuzzily with a typo) to the KG's node, and the link
+    shows the KG's own name."""
     seeds = text_seeds(question, id_store, fuzzy_link=True)
     assert [a.name for a in seeds.anchors()] == [kg_name]
+    assert [(lk.how, lk.name) for lk in seeds.links if lk.linked] == [(how, kg_name)]
     assert not not_in_kg(seeds.links)
-    link = next(lk for lk in seeds.links if lk.id == kg_name)
-    assert (link.how, link.name, link.score) == ("exact", kg_name, 1.0)  # shown as the KG has it
-
-
-@pytest.mark.parametrize(("question", "kg_name"), [
-    ("which club does Danel Opare play for", "Daniel_OPARE"),
-    ("which firm did J. P. Morgn Jr. lead", "j_p_morgan_jr"),
-    ("where are Tigres UNAL based", "Tigres_UANL"),
-])
-def test_typos_in_typed_names_link_fuzzily(id_store, question, kg_name):
-    seeds = text_seeds(question, id_store, fuzzy_link=True)
-    assert [a.name for a in seeds.anchors()] == [kg_name]
-    assert [(lk.how, lk.name) for lk in seeds.links if lk.linked] == [("fuzzy", kg_name)]
+    if how == "exact":
+        link = next(lk for lk in seeds.links if lk.id == kg_name)
+        assert link.score == 1.0
 
 
 def test_a_bracketed_topic_typed_as_people_write_it(id_store):
