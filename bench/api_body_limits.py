@@ -26,6 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchio import ROOT, load_average, wait_healthy, write_json_atomic  # noqa: E402
 
+from talent_core.api.process import stop  # noqa: E402
+
 MB = 1024 * 1024
 
 
@@ -151,11 +153,7 @@ def main() -> None:
                           "job_folder_peak_mb": round(biggest / MB, 3),
                           "job_folders_left_mb": round(left / MB, 3)}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 30)
         log.close()
     out["load_after"] = load_average()
     write_json_atomic(args.out, out)

@@ -84,20 +84,10 @@ def paired_difference(a: list[float], b: list[float], seed: int = 0, rounds: int
 def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
     """Return once ``proc`` (a `talent serve`) answers /healthz at ``base``; SystemExit when
     it exits first or ``timeout`` seconds pass."""
-    import time
+    from talent_core.api.process import wait_healthy as waited
 
-    import httpx
-
-    deadline = time.time() + timeout
-    while True:
-        try:
-            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            raise SystemExit(f"talent serve at {base} did not start (exit {proc.poll()})")
-        time.sleep(0.2)
+    if not waited(base, proc, timeout):
+        raise SystemExit(f"talent serve at {base} did not start (exit {proc.poll()})")
 
 
 def wait_ready(base: str, key: str, timeout: float = 3600.0) -> None:

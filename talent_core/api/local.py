@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from talent_core.api.process import wait_up
 from talent_core.config import Settings
 from talent_core.errors import ApiClientError
 
@@ -126,12 +127,9 @@ def ensure_running(settings: Settings) -> Path:
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True, close_fds=True)
         log.info("started the warm model process (pid %d) on %s", proc.pid, path)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _answers(path):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise ApiClientError(f"the warm model process did not start (exit "
-                                     f"{proc.poll()}); its log: {logfile}")
-            time.sleep(0.1)
+        if not wait_up(proc, lambda: _answers(path), START_TIMEOUT_S, interval=0.1):
+            raise ApiClientError(f"the warm model process did not start (exit "
+                                 f"{proc.poll()}); its log: {logfile}")
         return path
     finally:
         os.close(fd)

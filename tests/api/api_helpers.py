@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,7 +55,7 @@ def free_port() -> int:
 def serving(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen]]:
     """(base URL, process) of `talent serve` on a free port with ``env`` added, once
     /healthz answers; stopped (SIGTERM: a clean shutdown) afterwards."""
-    import httpx
+    from talent_core.api.process import stop, wait_healthy
 
     port = free_port()
     with log.open("wb") as out:
@@ -66,20 +65,8 @@ def serving(env: dict[str, str], log: Path, *args: str) -> Iterator[tuple[str, s
             cwd=Path(env["TALENT_DATA_DIR"]))
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise AssertionError("talent serve did not start:\n" + log.read_text())
-            time.sleep(0.2)
+        if not wait_healthy(base, proc, 60):
+            raise AssertionError("talent serve did not start:\n" + log.read_text())
         yield base, proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 15)

@@ -266,12 +266,12 @@ def test_ask_page_answers_through_a_real_api_server(use_toy, tmp_path, monkeypat
     import socket
     import subprocess
     import sys
-    import time
 
     httpx = pytest.importorskip("httpx")
     from tiny_llm import tiny_llama
 
     from talent_core.api.keys import KeyStore
+    from talent_core.api.process import wait_healthy
     from talent_core.config import get_settings
     from talent_core.pipeline import Pipeline
 
@@ -290,15 +290,7 @@ def test_ask_page_answers_through_a_real_api_server(use_toy, tmp_path, monkeypat
             env={**os.environ, **use_toy, "TALENT_BASE_MODEL": model, "TALENT_PLANNER": "none"},
             stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None and time.time() < deadline, log.read_text()
-            time.sleep(0.2)
+        assert wait_healthy(url, proc, 60), log.read_text()
 
         def no_models(self, *a, **k):
             raise AssertionError("the UI process loaded the language models")
