@@ -13,7 +13,9 @@ question's split is fixed by a hash of its text: half `dev` (what the operators 
 looked at and tuned on), half `held-out` (never tuned on; the resolving figures). The
 WebQSP evidence KG (the 400 dev records' graphs merged, as `talent load dev.jsonl --format
 rog` loads them): a count and a yes/no for hand-picked subjects of six multi-valued
-relations, all `held-out` (a KG the operators were never tuned on).
+relations, all `held-out` (a KG the operators were never tuned on). `--free`: the questions
+written by hand in an analyst's words (bench/operator_questions_free.json), with the MetaQA
+KB's gold.
 
 Gold is the KG's own: a count is the number of distinct nodes a relation reaches (either
 direction, as the planner walks); a value is read in the triple's direction (film ->
@@ -226,121 +228,26 @@ def metaqa(kb: list[tuple[str, str, str]], rng: random.Random) -> list[dict]:
     return rows
 
 
-FREE = [  # written by hand in an analyst's words before any run: names unbracketed, no
-    # template of the sets above; (question, op, spec), gold from the KB by `free_gold`
-    ("count the films Martin Scorsese directed", "count", ("directed_by", "Martin Scorsese")),
-    ("number of Meryl Streep movies", "count", ("starred_actors", "Meryl Streep")),
-    ("how many Ridley Scott films are in the KG", "count", ("directed_by", "Ridley Scott")),
-    ("how many films has Robert De Niro been in", "count",
-     ("starred_actors", "Robert De Niro")),
-    ("in how many movies did Tom Hanks act", "count", ("starred_actors", "Tom Hanks")),
-    ("what's the total number of films written by Woody Allen", "count",
-     ("written_by", "Woody Allen")),
-    ("Tom Hanks films released after 2000?", "filter",
-     ("starred_actors", "Tom Hanks", "gt", 2000)),
-    ("which Martin Scorsese movies came out before 1980", "filter",
-     ("directed_by", "Martin Scorsese", "lt", 1980)),
-    ("films starring Meryl Streep since 2005", "filter",
-     ("starred_actors", "Meryl Streep", "ge", 2005)),
-    ("list the movies Ridley Scott directed after 2000", "filter",
-     ("directed_by", "Ridley Scott", "gt", 2000)),
-    ("Robert De Niro movies from before 1980", "filter",
-     ("starred_actors", "Robert De Niro", "lt", 1980)),
-    ("which films written by Woody Allen were released later than 2000", "filter",
-     ("written_by", "Woody Allen", "gt", 2000)),
-    ("Ridley Scott's most recent film", "superlative", ("directed_by", "Ridley Scott", True)),
-    ("what was the first film Martin Scorsese directed", "superlative",
-     ("directed_by", "Martin Scorsese", False)),
-    ("newest Meryl Streep movie", "superlative", ("starred_actors", "Meryl Streep", True)),
-    ("the oldest movie with Robert De Niro", "superlative",
-     ("starred_actors", "Robert De Niro", False)),
-    ("which Tom Hanks film came out last", "superlative", ("starred_actors", "Tom Hanks", True)),
-    ("earliest Woody Allen screenplay", "superlative", ("written_by", "Woody Allen", False)),
-    ("is Jaws older than Alien?", "compare", ("value", "Jaws", "Alien", False, True)),
-    ("which came out first: Fargo or Big", "compare", ("value", "Fargo", "Big", False, False)),
-    ("which is newer, Toy Story or Jaws", "compare", ("value", "Toy Story", "Jaws", True, False)),
-    ("who has directed more movies, Martin Scorsese or Ridley Scott", "compare",
-     ("directed_by", "Martin Scorsese", "Ridley Scott", True, False)),
-    ("has Meryl Streep appeared in more films than Robert De Niro", "compare",
-     ("starred_actors", "Meryl Streep", "Robert De Niro", True, True)),
-    ("was Inception released after Memento", "compare",
-     ("value", "Inception", "Memento", True, True)),
-    ("has Tom Hanks acted in Big", "exists", ("starred_actors", "Tom Hanks", "Big")),
-    ("was Jaws directed by Steven Spielberg", "exists",
-     ("directed_by", "Steven Spielberg", "Jaws")),
-    ("did Martin Scorsese direct Jaws", "exists", ("directed_by", "Martin Scorsese", "Jaws")),
-    ("is Meryl Streep in Fargo", "exists", ("starred_actors", "Meryl Streep", "Fargo")),
-    ("did Woody Allen write Annie Hall", "exists", ("written_by", "Woody Allen", "Annie Hall")),
-    ("was Alien directed by Ridley Scott", "exists", ("directed_by", "Ridley Scott", "Alien")),
-]
+# written by hand in an analyst's words, in two batches (what each was written after: its
+# "about"): per batch [question, op, spec], the gold from the KB by `free_gold`
+FREE_FILE = OUT / "operator_questions_free.json"
 
 
-FREE_2 = [  # a second batch, written after the first batch's run changed the rules (more
-    # count phrasings, "X older than Y", capitalised one-word names as anchors) and before
-    # this batch was run: the clean measure of those changes
-    ("how many pictures has Clint Eastwood directed", "count",
-     ("directed_by", "Clint Eastwood")),
-    ("count all the films starring Nicole Kidman", "count", ("starred_actors", "Nicole Kidman")),
-    ("total number of movies Alfred Hitchcock directed", "count",
-     ("directed_by", "Alfred Hitchcock")),
-    ("for how many films did Oliver Stone write the script", "count",
-     ("written_by", "Oliver Stone")),
-    ("Julia Roberts: how many movies?", "count", ("starred_actors", "Julia Roberts")),
-    ("what number of films did Steven Soderbergh direct", "count",
-     ("directed_by", "Steven Soderbergh")),
-    ("Harrison Ford movies released before 1985", "filter",
-     ("starred_actors", "Harrison Ford", "lt", 1985)),
-    ("which films did Clint Eastwood direct after 2005", "filter",
-     ("directed_by", "Clint Eastwood", "gt", 2005)),
-    ("show me Nicole Kidman films from after 2010", "filter",
-     ("starred_actors", "Nicole Kidman", "gt", 2010)),
-    ("Alfred Hitchcock films made before 1940", "filter",
-     ("directed_by", "Alfred Hitchcock", "lt", 1940)),
-    ("which Julia Roberts movies came out since 2010", "filter",
-     ("starred_actors", "Julia Roberts", "ge", 2010)),
-    ("Sylvester Stallone screenplays released after 2000", "filter",
-     ("written_by", "Sylvester Stallone", "gt", 2000)),
-    ("what is Clint Eastwood's latest film as director", "superlative",
-     ("directed_by", "Clint Eastwood", True)),
-    ("the earliest Harrison Ford movie", "superlative", ("starred_actors", "Harrison Ford", False)),
-    ("which was Alfred Hitchcock's last film", "superlative",
-     ("directed_by", "Alfred Hitchcock", True)),
-    ("Julia Roberts' first movie", "superlative", ("starred_actors", "Julia Roberts", False)),
-    ("most recent movie written by Quentin Tarantino", "superlative",
-     ("written_by", "Quentin Tarantino", True)),
-    ("oldest Steven Soderbergh film", "superlative", ("directed_by", "Steven Soderbergh", False)),
-    ("is Vertigo newer than Casablanca?", "compare",
-     ("value", "Vertigo", "Casablanca", True, True)),
-    ("which came out earlier, Rocky or Platoon", "compare",
-     ("value", "Rocky", "Platoon", False, False)),
-    ("was Goodfellas released before Unforgiven", "compare",
-     ("value", "Goodfellas", "Unforgiven", False, True)),
-    ("which is older: Pulp Fiction or Platoon", "compare",
-     ("value", "Pulp Fiction", "Platoon", False, False)),
-    ("who directed more films, Alfred Hitchcock or Clint Eastwood", "compare",
-     ("directed_by", "Alfred Hitchcock", "Clint Eastwood", True, False)),
-    ("has Nicole Kidman acted in fewer movies than Julia Roberts", "compare",
-     ("starred_actors", "Nicole Kidman", "Julia Roberts", False, True)),
-    ("did Alfred Hitchcock direct Vertigo", "exists",
-     ("directed_by", "Alfred Hitchcock", "Vertigo")),
-    ("was Platoon directed by Oliver Stone", "exists", ("directed_by", "Oliver Stone", "Platoon")),
-    ("did Clint Eastwood direct Goodfellas", "exists",
-     ("directed_by", "Clint Eastwood", "Goodfellas")),
-    ("is Harrison Ford in Witness", "exists", ("starred_actors", "Harrison Ford", "Witness")),
-    ("did Quentin Tarantino write Casablanca", "exists",
-     ("written_by", "Quentin Tarantino", "Casablanca")),
-    ("has Nicole Kidman starred in Titanic", "exists",
-     ("starred_actors", "Nicole Kidman", "Titanic")),
-]
+def free_questions() -> list[tuple[str, str, str, tuple]]:
+    """(split, question, op, spec) of every hand-written question of FREE_FILE, batch by
+    batch."""
+    batches = json.loads(FREE_FILE.read_text(encoding="utf-8"))
+    return [(split, question, op, tuple(spec)) for split in ("free-1", "free-2")
+            for question, op, spec in batches[split]["questions"]]
 
 
 def free_gold(kb: list[tuple[str, str, str]]) -> list[dict]:
-    """The FREE questions with their gold from the KB (the operators' semantics: a film's
-    years all count, the largest for "latest", the smallest for "first")."""
+    """The hand-written questions (FREE_FILE) with their gold from the KB (the operators'
+    semantics: a film's years all count, the largest for "latest", the smallest for
+    "first")."""
     films_of, _, years = index_kb(kb)
     rows = []
-    batches = [("free-1", q) for q in FREE] + [("free-2", q) for q in FREE_2]
-    for split, (question, op, spec) in batches:
+    for split, question, op, spec in free_questions():
         if op == "count":
             gold, kind = [str(len(films_of[spec]))], "number"
         elif op == "filter":
@@ -429,7 +336,7 @@ def main() -> None:
     ap.add_argument("--webqsp", action="store_true", help="the WebQSP evidence KG's set")
     ap.add_argument("--seed", type=int, default=48)
     ap.add_argument("--free", action="store_true",
-                    help="the hand-written questions in an analyst's words (FREE)")
+                    help="the hand-written questions in an analyst's words (FREE_FILE)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     if args.free:
