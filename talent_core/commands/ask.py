@@ -15,18 +15,13 @@ from tqdm import tqdm
 
 from talent_core.commands.console import echo, fail, fail_with, setup_logging
 from talent_core.commands.options import (
-    AdaptersOpt,
-    BaseModelOpt,
-    DecodeOpt,
-    FrozenRetriever,
-    GeneratorDirOpt,
-    GeneratorTypeOpt,
-    PlannerOpt,
+    DEFAULT_MODELS,
+    ModelChoice,
     QuestionFormatOpt,
-    RetrieverDirOpt,
     Topic,
     Verbose,
     check_decode,
+    model_choice,
     question_format,
     retrieval_config,
     retrieval_options,
@@ -117,6 +112,7 @@ def _print_candidate(cand) -> None:
 
 
 @retrieval_options
+@model_choice
 def ask(
     question: Annotated[str | None, typer.Argument(
         help="the question; names in square brackets are topic entities")] = None,
@@ -129,17 +125,10 @@ def ask(
         "--graph", help="--stance: the arguments' explanation graph, '(a; rel; b)(c; rel; "
         "d)' (the candidate S); without it S is retrieved from the loaded KG, or the answer "
         "comes without a graph (said)")] = None,
-    retriever: RetrieverDirOpt = None,
-    generator: GeneratorDirOpt = None,
     no_retriever: Annotated[
         bool, typer.Option("--no-retriever", help="feed S straight to the generator (ablation)")
     ] = False,
-    base_model: BaseModelOpt = None,
-    decode: DecodeOpt = None,
-    adapters: AdaptersOpt = None,
-    generator_type: GeneratorTypeOpt = None,
-    frozen_retriever: FrozenRetriever = False,
-    planner: PlannerOpt = None,
+    models: ModelChoice = DEFAULT_MODELS,
     fmt: QuestionFormatOpt = None,
     topic: Topic = None,
     json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
@@ -165,14 +154,13 @@ def ask(
     from talent_core.errors import TalentError
 
     setup_logging(verbose)
-    if no_retriever and retriever is not None:
+    if no_retriever and models.retriever is not None:
         raise fail("--no-retriever and --retriever exclude each other")
     if stance is not None:
         if question is not None:
             raise fail("give either a QUESTION or --stance ARG1 ARG2")
         _ask_stance(stance, graph, no_retriever, json, verbose, retrieval=retrieval,
-                    models=(retriever, generator, base_model, adapters, generator_type,
-                            frozen_retriever), local=local)
+                    models=models.for_stance(), local=local)
         return
     if question is None:
         raise fail("give a QUESTION (or --stance ARG1 ARG2)")
@@ -191,19 +179,14 @@ def ask(
     config = retrieval_config(retrieval)
     mode = "no-retriever" if no_retriever else "full"
     # the server's one pipeline has its own models: a model choice here needs this process
-    model_options = [name for name, given in (
-        ("--retriever", retriever), ("--generator", generator), ("--base-model", base_model),
-        ("--adapters", adapters), ("--generator-type", generator_type),
-        ("--frozen-retriever", frozen_retriever), ("--planner", planner), ("--format", fmt))
-        if given]
-    got = None if local else _ask_server(question, topic or None, mode, decode, retrieval,
-                                         model_options, history)
+    # (--decode is the server's to apply)
+    model_options = models.given(without=("decode",)) + (["--format"] if fmt else [])
+    got = None if local else _ask_server(question, topic or None, mode, models.decode,
+                                         retrieval, model_options, history)
     if got is not None:
         ans, out = got
     else:
-        pipe = pipeline_for(config, retriever, generator, base_model, adapters,
-                            frozen_retriever, decode, question_format(fmt, None),
-                            generator_type=generator_type, planner=planner)
+        pipe = pipeline_for(config, models, question_format(fmt, None))
         empty_store_notice(pipe)
         frozen_notice(pipe.frozen_in(mode))
         try:
@@ -280,27 +263,22 @@ def echo_operation(op: OperationResult) -> None:
 
 
 def _ask_stance(args: tuple[str, str], graph: str | None, no_retriever: bool, json: bool,
-                verbose: bool, *, retrieval: dict[str, Any], models: tuple,
+                verbose: bool, *, retrieval: dict[str, Any], models: ModelChoice,
                 local: bool = False) -> None:
     """`talent ask --stance ARG1 ARG2 [--graph TEXT]` (`talent_core.stance`): by a running
     `talent serve` (POST /v1/stance) as a question is, else in this process."""
     from talent_core.errors import TalentError
     from talent_core.stance import StanceRequest, answer_stance, stance_json
 
-    retriever, generator, base_model, adapters, generator_type, frozen_retriever = models
     request = StanceRequest(arg1=args[0], arg2=args[1], graph=graph,
                             mode="no-retriever" if no_retriever else None)
-    names = ("--retriever", "--generator", "--base-model", "--adapters", "--generator-type",
-             "--frozen-retriever")
-    model_options = [n for n, given in zip(names, models, strict=True) if given]
+    model_options = models.given()
     # /v1/stance takes no retrieval settings: given ones are answered here
     model_options += [f"--{k.replace('_', '-')}" for k in retrieval]
     out = None if local else _on_server(lambda c: c.stance(**request.model_dump()),
                                         model_options)
     if out is None:
-        pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
-                            adapters, frozen_retriever, None, None,
-                            generator_type=generator_type)
+        pipe = pipeline_for(retrieval_config(retrieval), models)
         try:
             out = answer_stance(pipe, request)
         except TalentError as e:

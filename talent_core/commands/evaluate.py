@@ -15,15 +15,10 @@ import typer
 
 from talent_core.commands.console import fail, setup_logging
 from talent_core.commands.options import (
-    AdaptersOpt,
-    BaseModelOpt,
-    DecodeOpt,
-    FrozenRetriever,
-    GeneratorDirOpt,
-    GeneratorTypeOpt,
-    PlannerOpt,
-    RetrieverDirOpt,
+    DEFAULT_MODELS,
+    ModelChoice,
     Verbose,
+    model_choice,
     question_format,
     retrieval_config,
     retrieval_options,
@@ -34,6 +29,7 @@ from talent_core.questions import QUESTION_FORMATS, read_questions
 
 
 @retrieval_options
+@model_choice
 def eval_cmd(
     questions: Annotated[list[Path], typer.Argument(
         metavar="FILE...", help="question file(s) with gold answers (several only with "
@@ -45,14 +41,7 @@ def eval_cmd(
     mode: Annotated[str | None, typer.Option(
         help="retrieval | full | no-retriever (default retrieval; explagraphs: the stance "
         "task's, TALENT_STANCE_MODE)")] = None,
-    retriever: RetrieverDirOpt = None,
-    generator: GeneratorDirOpt = None,
-    base_model: BaseModelOpt = None,
-    decode: DecodeOpt = None,
-    adapters: AdaptersOpt = None,
-    generator_type: GeneratorTypeOpt = None,
-    frozen_retriever: FrozenRetriever = False,
-    planner: PlannerOpt = None,
+    models: ModelChoice = DEFAULT_MODELS,
     limit: Annotated[int | None, typer.Option(min=1, help="at most N questions (--report: "
                                               "in all, over every file)")] = None,
     offset: Annotated[int, typer.Option(min=0, help="skip the first N questions")] = 0,
@@ -88,12 +77,11 @@ def eval_cmd(
 
     setup_logging(verbose)
     if report is not None:
-        if decode is not None:
+        if models.decode is not None:
             raise fail("--decode: with --report each LLM method has its decoding "
                         "(llm-ranked, llm-free)")
-        _eval_report(questions, fmt, retriever, generator, base_model, adapters,
-                     frozen_retriever, limit, offset, report, methods, modes, sweep,
-                     sample_seed, annotations, retrieval, generator_type, planner)
+        _eval_report(questions, fmt, models, limit, offset, report, methods, modes, sweep,
+                     sample_seed, annotations, retrieval)
         return
     given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
                             ("--sample-seed", sample_seed), ("--annotations", annotations))
@@ -103,8 +91,7 @@ def eval_cmd(
     if len(questions) != 1:
         raise fail("give one question file (several only with --report DIR)")
     if fmt == "explagraphs" or (fmt is None and questions[0].suffix.lower() == ".tsv"):
-        _eval_stance(questions[0], mode, retriever, generator, base_model, adapters,
-                     frozen_retriever, generator_type, limit, offset, rows_out, retrieval)
+        _eval_stance(questions[0], mode, models, limit, offset, rows_out, retrieval)
         return
     mode = mode or "retrieval"
     if mode not in ("retrieval", "full", "no-retriever"):
@@ -112,8 +99,7 @@ def eval_cmd(
     qfmt = question_format(fmt, questions[0])
     config = retrieval_config(retrieval)
     pipe = (Pipeline(retrieval=config, question_format=qfmt) if mode == "retrieval" else
-            pipeline_for(config, retriever, generator, base_model, adapters, frozen_retriever,
-                      decode, qfmt, generator_type=generator_type, planner=planner))
+            pipeline_for(config, models, qfmt))
     frozen_notice(pipe.frozen_in(mode))  # type: ignore[arg-type]
     empty_store_notice(pipe)
     try:
@@ -127,8 +113,7 @@ def eval_cmd(
     typer.echo(_json.dumps(summary))
 
 
-def _eval_stance(path, mode, retriever, generator, base_model, adapters, frozen_retriever,
-                 generator_type, limit, offset, rows_out, retrieval) -> None:
+def _eval_stance(path, mode, models: ModelChoice, limit, offset, rows_out, retrieval) -> None:
     """`talent eval FILE --format explagraphs` (talent_core.evaluation.stance)."""
     from talent_core.config import get_settings
     from talent_core.errors import TalentError
@@ -145,9 +130,7 @@ def _eval_stance(path, mode, retriever, generator, base_model, adapters, frozen_
     except (TalentError, OSError) as e:
         raise fail(str(e)) from None
     # each row's graph is S: no store is read
-    pipe = pipeline_for(retrieval_config(retrieval), retriever, generator, base_model,
-                        adapters, frozen_retriever, None, None, store=MemoryStore(),
-                        generator_type=generator_type)
+    pipe = pipeline_for(retrieval_config(retrieval), models.for_stance(), store=MemoryStore())
     try:
         summary, rows = evaluate_stance(pipe, records, mode)
     except TalentError as e:
@@ -161,15 +144,14 @@ def _eval_stance(path, mode, retriever, generator, base_model, adapters, frozen_
     typer.echo(_json.dumps(summary))
 
 
-def _eval_report(questions, fmt, retriever, generator, base_model, adapters, frozen_retriever,
-                 limit, offset, out_dir, methods, modes, sweep, sample_seed, annotations,
-                 retrieval, generator_type=None, planner=None) -> None:
+def _eval_report(questions, fmt, models: ModelChoice, limit, offset, out_dir, methods, modes,
+                 sweep, sample_seed, annotations, retrieval) -> None:
     """`talent eval --report DIR` (talent_core.evaluation.report)."""
     from talent_core.evaluation.report import run_report
     from talent_core.evaluation.sweep import ReportError, ReportOptions
     from talent_core.pipeline import Pipeline
 
-    if frozen_retriever:
+    if models.frozen_retriever:
         raise fail("--frozen-retriever: with --report use --modes frozen")
     if fmt is None:
         fmt = ("explagraphs" if questions[0].suffix.lower() == ".tsv"
@@ -188,8 +170,7 @@ def _eval_report(questions, fmt, retriever, generator, base_model, adapters, fro
 
         store = MemoryStore()
     if options.llm:
-        pipe = pipeline_for(config, retriever, generator, base_model, adapters, False, None,
-                         qfmt, store=store, generator_type=generator_type, planner=planner)
+        pipe = pipeline_for(config, models, qfmt, store=store)  # no --decode, not frozen
         frozen_notice([r for r in pipe.frozen_roles
                         if r == "generator" or set(options.modes) & {"full"}])
     else:

@@ -10,7 +10,9 @@ takes it agrees; the options several commands share are declared here once.
 
 Every generated option defaults to None ("not given"): the command receives, in the one
 keyword argument ``into``, a dict of the options that were given; the model supplies the
-rest (the model's default is what `--help` shows).
+rest (the model's default is what `--help` shows). The model choice `talent ask` and
+`talent eval` share comes as one `ModelChoice` (`@model_choice`, its options where the
+command declares ``models``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -84,9 +87,11 @@ def model_options(
     return out
 
 
-def with_options(params: list[inspect.Parameter], into: str) -> Callable:
-    """Decorator: the typer command gets ``params`` as options, and receives the ones given
-    (not None) as one dict in its keyword argument ``into``."""
+def with_options(params: list[inspect.Parameter], into: str,
+                 make: Callable[[dict[str, Any]], Any] = dict) -> Callable:
+    """Decorator: the typer command gets ``params`` as options, where it declares ``into``
+    (a keyword-only ``into``: after all its own options), and receives the ones given (not
+    None) in its argument ``into``: one dict, or ``make(dict)``."""
     names = [p.name for p in params]
 
     def decorate(command: Callable) -> Callable:
@@ -95,13 +100,18 @@ def with_options(params: list[inspect.Parameter], into: str) -> Callable:
         clash = set(names) & {p.name for p in own}
         if clash:
             raise TypeError(f"{command.__name__}: {sorted(clash)} declared twice")
+        kind = sig.parameters[into].kind
+        last = kind is inspect.Parameter.KEYWORD_ONLY
+        at = len(own) if last else list(sig.parameters).index(into)
+        placed = [p.replace(kind=kind) for p in params]
 
         @functools.wraps(command)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             given = {n: v for n in names if (v := kwargs.pop(n, None)) is not None}
-            return command(*args, **kwargs, **{into: given})
+            return command(*args, **kwargs, **{into: make(given)})
 
-        wrapper.__signature__ = sig.replace(parameters=[*own, *params])  # type: ignore[attr-defined]
+        wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*own[:at], *placed, *own[at:]])
         wrapper.__annotations__ = {}  # the signature carries the (evaluated) annotations
         return wrapper
 
@@ -132,7 +142,6 @@ PlannerOpt = Annotated[str | None, typer.Option(
     "(the matcher `talent train planner --self` adapted to this store, else the shipped "
     "one; default, TALENT_PLANNER), zero-shot (the untrained encoder as the matcher), none, "
     "or a matcher directory from `talent train planner`")]
-# the model choice `talent ask` and `talent eval` share (with Decode/Adapters/... above)
 RetrieverDirOpt = Annotated[Path | None, typer.Option(
     "--retriever", help="retriever adapter dir (default: the --adapters choice)")]
 GeneratorDirOpt = Annotated[Path | None, typer.Option(
@@ -142,6 +151,48 @@ BaseModelOpt = Annotated[str | None, typer.Option(
 FrozenRetriever = Annotated[bool, typer.Option(
     "--frozen-retriever", help="the retriever runs without adapter (ablation)")]
 Verbose = Annotated[bool, typer.Option("-v")]
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The model choice `talent ask` and `talent eval` share: which adapters, base model,
+    decoding, generator type and planner the Pipeline loads (declared once, with its
+    options in MODEL_CHOICE_OPTIONS)."""
+
+    retriever: Path | None = None
+    generator: Path | None = None
+    base_model: str | None = None
+    decode: str | None = None
+    adapters: str | None = None
+    generator_type: str | None = None
+    frozen_retriever: bool = False
+    planner: str | None = None
+
+    def given(self, without: Iterable[str] = ()) -> list[str]:
+        """The `--options` given (set to a true value), in this order, but ``without``."""
+        return [option_name(f.name) for f in fields(self)
+                if f.name not in without and getattr(self, f.name)]
+
+    def for_stance(self) -> ModelChoice:
+        """The choice of the stance task: it ranks its labels (no --decode) and plans no
+        relation path (no --planner)."""
+        return replace(self, decode=None, planner=None)
+
+
+
+DEFAULT_MODELS = ModelChoice()  # what a command declares `models` as (@model_choice fills it)
+# ModelChoice's options (field, annotation), in its order
+MODEL_CHOICE_OPTIONS = [("retriever", RetrieverDirOpt), ("generator", GeneratorDirOpt),
+                        ("base_model", BaseModelOpt), ("decode", DecodeOpt),
+                        ("adapters", AdaptersOpt), ("generator_type", GeneratorTypeOpt),
+                        ("frozen_retriever", FrozenRetriever), ("planner", PlannerOpt)]
+# --retriever, --generator, --base-model, --decode, --adapters, --generator-type,
+# --frozen-retriever, --planner: the command receives them as one ModelChoice `models`
+model_choice = with_options(
+    [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                       default=getattr(ModelChoice, name))
+     for name, annotation in MODEL_CHOICE_OPTIONS],
+    into="models", make=lambda given: ModelChoice(**given))
 
 
 def check_decode(decode: str | None) -> str | None:

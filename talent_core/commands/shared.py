@@ -9,30 +9,30 @@ from pathlib import Path
 import typer
 
 from talent_core.commands.console import fail
-from talent_core.commands.options import check_decode
+from talent_core.commands.options import ModelChoice, check_decode
 from talent_core.models import GENERATOR_TYPES
 
 
-def pipeline_for(config, retriever, generator, base_model, adapters, frozen_retriever, decode,
-                 question_format=None, store=None, generator_type=None, planner=None):
+def pipeline_for(config, models: ModelChoice, question_format=None, store=None):
     """The Pipeline for ask / eval, with a clear message for a bad adapter choice."""
     from talent_core.pipeline import Pipeline
 
-    if generator_type is not None and generator_type not in GENERATOR_TYPES:
+    m = models
+    if m.generator_type is not None and m.generator_type not in GENERATOR_TYPES:
         raise fail(f"--generator-type must be {' or '.join(GENERATOR_TYPES)}, not "
-                   f"{generator_type!r}")
+                   f"{m.generator_type!r}")
 
-    for d in (retriever, generator):
+    for d in (m.retriever, m.generator):
         if d is not None and not d.is_dir():
             raise fail(f"{d}: not an adapter directory")
-    if frozen_retriever and retriever is not None:
+    if m.frozen_retriever and m.retriever is not None:
         raise fail("--frozen-retriever and --retriever exclude each other")
     try:
-        return Pipeline(retrieval=config, retriever_dir=retriever, generator_dir=generator,
-                        base_model=base_model, adapters=adapters,
-                        frozen_retriever=frozen_retriever, decode=check_decode(decode),
+        return Pipeline(retrieval=config, retriever_dir=m.retriever, generator_dir=m.generator,
+                        base_model=m.base_model, adapters=m.adapters,
+                        frozen_retriever=m.frozen_retriever, decode=check_decode(m.decode),
                         question_format=question_format, store=store,
-                        generator_type=generator_type, planner=planner)
+                        generator_type=m.generator_type, planner=m.planner)
     except FileNotFoundError as e:
         raise fail(str(e)) from None
 
