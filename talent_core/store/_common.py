@@ -204,6 +204,28 @@ def check_names(kind: str, names: Iterable[str]) -> None:
             raise ValueError(f"{kind} name {name!r} {problem}; nothing of this call was written")
 
 
+def check_entities(rows: Sequence[Sequence[Any]]) -> None:
+    """ValueError for the first entity row (id, name, ...) whose id or name cannot be stored:
+    the check of every store's entity write, before anything is written."""
+    check_keys("entity id", (r[0] for r in rows))
+    check_names("entity", (r[1] for r in rows))
+
+
+def distinct_edges(edges: Iterable[Edge]) -> list[Edge]:
+    """One edge per (src, rel, dst), in the order first seen: a triple written twice in one
+    call is written once."""
+    return list({(e.src, e.rel, e.dst): e for e in edges}.values())
+
+
+def check_edges(edges: Sequence[Edge], source: int | None = None) -> None:
+    """ValueError for the first entity id or relation name of ``edges`` that cannot be
+    stored, or a ``source`` that is no source id: the check of every store's triple write,
+    before anything is written."""
+    check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
+    check_keys("relation name", (e.rel for e in edges))
+    check_source(source)
+
+
 def lookup_keys(keys: Iterable[str]) -> list[str]:
     """Distinct keys, minus those that cannot be stored (so cannot match anything)."""
     return [k for k in dict.fromkeys(keys) if key_problem(k) is None]

@@ -22,10 +22,11 @@ from talent_core.models import (
     Subgraph,
 )
 from talent_core.store._common import (
+    check_edges,
+    check_entities,
     check_keys,
-    check_names,
-    check_source,
     chunks,
+    distinct_edges,
     last_per_key,
     lookup_keys,
     ordered_by_key,
@@ -139,8 +140,7 @@ class CypherStore:
     # --- writes ------------------------------------------------------------------------------
     def upsert_entities(self, rows: Sequence[tuple[str, str, Vector | None]]) -> None:
         rows = last_per_key(rows)
-        check_keys("entity id", (r[0] for r in rows))
-        check_names("entity", (r[1] for r in rows))
+        check_entities(rows)
         embedded = [r for r in rows if r[2] is not None]
         vecs = self._checked_vectors([r[2] for r in embedded], "entity", [r[0] for r in embedded])
         for chunk in chunks([r for r in rows if r[2] is None], self.batch_size):
@@ -185,10 +185,8 @@ class CypherStore:
     def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int:
         # Duplicates go first: FalkorDB's MERGE emits one row for a pattern created twice in
         # one query, which would break the endpoint check below.
-        edges = list({(e.src, e.rel, e.dst): e for e in edges}.values())
-        check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
-        check_keys("relation name", (e.rel for e in edges))
-        check_source(source)
+        edges = distinct_edges(edges)
+        check_edges(edges, source)
         added = 0
         for chunk in chunks(edges, self.batch_size):
             rows = {"h": [e.src for e in chunk], "rel": [e.rel for e in chunk],

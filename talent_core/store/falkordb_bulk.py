@@ -36,7 +36,7 @@ import numpy as np
 import redis
 
 from talent_core.models import Edge, SourceRecord
-from talent_core.store._common import check_keys, check_names
+from talent_core.store._common import check_edges, check_entities, check_keys
 from talent_core.store.base import Vector
 from talent_core.store.cypher import statement
 from talent_core.text import normalise_name
@@ -257,11 +257,9 @@ class BulkSession:
         timer = timer or _untimed
         st = self.store
         with timer("encode"):
-            check_keys("entity id", (e[0] for e in entities))
-            check_names("entity", (e[1] for e in entities))
+            check_entities(entities)
             check_keys("relation name", (r[0] for r in relations))
-            check_keys("entity id", (x for e in edges for x in (e.src, e.dst)))
-            check_keys("relation name", (e.rel for e in edges))
+            check_edges(edges)
             later = sum(e[2] is None for e in entities)
             if later not in (0, len(entities)):
                 raise ValueError("a bulk batch's entities come all with embeddings or all "

@@ -31,9 +31,10 @@ from talent_core.models import (
     Subgraph,
 )
 from talent_core.store._common import (
+    check_edges,
+    check_entities,
     check_keys,
-    check_names,
-    check_source,
+    distinct_edges,
     last_per_key,
     lookup_keys,
     ordered_by_key,
@@ -119,8 +120,7 @@ class MemoryStore:
     # --- filling it ----------------------------------------------------------------------
     def upsert_entities(self, rows: Sequence[tuple[str, str, Vector | None]]) -> None:
         rows = last_per_key(rows)
-        check_keys("entity id", (r[0] for r in rows))
-        check_names("entity", (r[1] for r in rows))
+        check_entities(rows)
         vecs = {i: self._checked(v, i) for i, _, v in rows if v is not None}
         self._names.update((i, n) for i, n, _ in rows)
         self._vectors.update(vecs)
@@ -154,10 +154,9 @@ class MemoryStore:
         return {n for n in names if self._relations.get(n) is not None}
 
     def upsert_triples(self, edges: Sequence[Edge], source: int | None = None) -> int:
-        keys = list(dict.fromkeys((e.src, e.rel, e.dst) for e in edges))
-        check_keys("entity id", (x for h, _, t in keys for x in (h, t)))
-        check_keys("relation name", (r for _, r, _ in keys))
-        check_source(source)
+        edges = distinct_edges(edges)
+        check_edges(edges, source)
+        keys = [(e.src, e.rel, e.dst) for e in edges]
         known = [k for k in keys if k[0] in self._names and k[2] in self._names]
         added = 0
         for k in known:
@@ -172,7 +171,7 @@ class MemoryStore:
                 added += 1
         self._index = None
         if len(known) < len(keys):
-            raise_missing_endpoints(self, [Edge(src=h, rel=r, dst=t) for h, r, t in keys])
+            raise_missing_endpoints(self, edges)
         return added
 
     # --- sources (store.base.SourceStore) --------------------------------------------------
