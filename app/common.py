@@ -7,9 +7,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
+import streamlit.components.v1 as components
 
 from talent_core.api.client import ApiClient
 from talent_core.config import get_settings
@@ -89,7 +91,7 @@ def roles_present(els: dict[str, Any]) -> list[str]:
 
 def edge_groups_present(els: dict[str, Any]) -> list[str]:
     """The edge groups (S, EVIDENCE, JOIN, EXPANDED) of a graph's elements."""
-    found = {e["data"].get("label") for e in els.get("edges", [])}
+    found = {e["data"].get("group") for e in els.get("edges", [])}
     return [g for g, _ in EDGE_GROUPS if g in found]
 
 
@@ -121,55 +123,31 @@ def legend(roles: Iterable[str] | None = None,
     st.html(f'<div data-testid="talent-legend" style="font-size:0.9em">{html}</div>')
 
 
-class _Style:
-    """A raw Cytoscape style rule in the form st_link_analysis's styles dump to."""
-
-    def __init__(self, selector: str, style: dict[str, Any]):
-        self.selector, self.style = selector, style
-
-    def dump(self) -> dict[str, Any]:
-        return {"selector": self.selector, "style": self.style}
+FRONTEND = Path(__file__).resolve().parent / "graph_frontend"
+_component = None
 
 
-def labels(font: float) -> list[_Style]:
-    """Captions of ``font`` layout units (`kg.layered`: what renders legible once the
-    drawing is fitted), always drawn (the package's font 3.6 is hidden below a rendered
-    10 px), cut with an ellipsis at the column gap."""
-    return [_Style("node", {"font-size": round(font, 1), "min-zoomed-font-size": 0,
-                            "text-wrap": "ellipsis",
-                            "text-max-width": round(0.9 * COLUMN_GAP)}),
-            # relation names only where they render readable (else a row of grey bars)
-            _Style("edge", {"font-size": round(0.75 * font, 1), "min-zoomed-font-size": 8})]
+def _graph_component() -> Callable[..., Any]:
+    """The evidence graph component (`graph_frontend/`: Cytoscape.js, no build step),
+    declared once per process."""
+    global _component
+    if _component is None:
+        _component = components.declare_component("talent_graph", path=str(FRONTEND))
+    return _component
 
 
-# the positions `kg.layered` computed, fitted to the component (st_link_analysis's cose
-# drew a tall blob in the middle third of the column)
-PRESET = {"name": "preset", "fit": True, "padding": 30, "animate": False}
-
-
-def graph_ids(key: str) -> ComponentIds:
-    """The opaque-id map of the graph ``key``, kept in the session: a node keeps its
-    component id across reruns, and a click maps back to the KG id."""
-    maps = st.session_state.setdefault("_graph_ids", {})
-    return maps.setdefault(key, ComponentIds())
-
-
-def graph(elements: dict[str, Any], key: str, height: int = 680) -> str | None:
-    """Draw ``elements`` (ids from ``graph_ids(key)``) with st_link_analysis; returns the KG
-    id of a node the analyst asked to expand (double-click, or the expand button) once per
-    click, else None (also for an id the map does not hold, or a name not in the KG)."""
-    from st_link_analysis import EdgeStyle, NodeStyle, st_link_analysis
-
-    node_styles = [NodeStyle(r, c, caption="name") for r, c, _ in ROLES]
-    # labeled=None: the package warns about its deprecated `labeled` argument otherwise
-    edge_styles = [EdgeStyle(g, c, caption="caption", directed=True, labeled=None)  # type: ignore[arg-type]
-                   for g, c in EDGE_GROUPS]
+def graph(elements: dict[str, Any], key: str, height: int = 680,
+          texts: dict[str, str] | None = None) -> str | None:
+    """Draw ``elements`` (ids from ``graph_ids(key)``) laid out by `kg.layered`; returns the
+    KG id of a node the analyst asked to expand (double-click, or the panel's button) once
+    per click, else None (also for an id the map does not hold, or a name not in the KG).
+    ``texts``: the page's own words for a role, in the node panel as in its legend."""
     laid, font = layered(elements, height_px=height)
-    value = st_link_analysis(laid, layout=PRESET,
-                             node_styles=[*node_styles,  # type: ignore[list-item]
-                                          *labels(font)],
-                             edge_styles=edge_styles, height=height, key=key,
-                             node_actions=["expand"])
+    value = _graph_component()(
+        elements=laid, font=round(font, 1), label_width=round(0.9 * COLUMN_GAP),
+        roles={r: {"colour": c, "text": (texts or {}).get(r, t)} for r, c, t in ROLES},
+        groups={g: {"colour": c, "text": _EDGE_TEXT[g]} for g, c in EDGE_GROUPS},
+        height=height, key=key, default=None)
     if not isinstance(value, dict) or value.get("action") != "expand":
         return None
     stamp = value.get("timestamp")
@@ -177,8 +155,14 @@ def graph(elements: dict[str, Any], key: str, height: int = 680) -> str | None:
     if seen.get(key) == stamp:
         return None  # the same click, reported again on a rerun
     seen[key] = stamp
-    ids = (value.get("data") or {}).get("node_ids") or []
-    return graph_ids(key).kg_id(ids[0]) if isinstance(ids, list) and ids else None
+    return graph_ids(key).kg_id(value.get("node"))
+
+
+def graph_ids(key: str) -> ComponentIds:
+    """The opaque-id map of the graph ``key``, kept in the session: a node keeps its
+    component id across reruns, and a click maps back to the KG id."""
+    maps = st.session_state.setdefault("_graph_ids", {})
+    return maps.setdefault(key, ComponentIds())
 
 
 def run_with_progress(

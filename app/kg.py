@@ -1,5 +1,5 @@
 """What the pages draw of the KG, kept out of Streamlit so that it is tested directly: node
-roles, the graph component's elements (opaque ids, look-alike text) and the nodes and edges
+roles, the graph component's elements (opaque ids, KG text as it is) and the nodes and edges
 drawn beyond S. The data (evidence paths, neighbours, look-ups, export) comes from
 `talent_core.explore`.
 """
@@ -34,24 +34,17 @@ ROLES: list[tuple[str, str, str]] = [
     ("expanded", "#c9b38a", "neighbour added by a click"),
 ]
 ROLE_COLOUR = {r: c for r, c, _ in ROLES}
+# Explore's words for the roles it draws (it retrieves nothing: its centre is no "seed")
+EXPLORE_LEGEND = {"seed": "the entity you opened", "candidate": "its neighbours",
+                  "expanded": "neighbour added by a double-click"}
 EDGE_GROUPS: list[tuple[str, str]] = [("S", "#b0b0b0"), ("EVIDENCE", "#ff7f0e"),
                                       ("JOIN", "#9467bd"), ("EXPANDED", "#c9b38a")]
 
 
-def component_text(text: str) -> str:
-    """KG text as the graph component may show it. Its info panel (st-link-analysis 0.4.0)
-    writes every data field but ``label`` into a ``<p>`` with innerHTML, and Cytoscape draws
-    the same field as canvas text: so no HTML escaping (the caption would show ``&lt;``) but
-    look-alikes for ``<`` and ``>`` (no tag can open), and a zero-width space after ``&``
-    (no character reference can start: ``&lt;b&gt;`` shows as itself, not as ``<b>``).
-    Quotes stay: no field lands in an attribute."""
-    return str(text).replace("&", "&\u200b").replace("<", "‹").replace(">", "›")
-
-
 class ComponentIds:
     """Opaque ids for the graph component (nodes ``n0``, ``n1``, ..., edges ``e0``, ...) and
-    the KG ids they stand for: a KG id never reaches the component's page (it writes node
-    data as HTML), and a clicked node maps back to its KG id. A node keeps its id for the
+    the KG ids they stand for: a KG id is never a Cytoscape id or selector (any text may be
+    one), and a clicked node maps back to its KG id. A node keeps its id for the
     life of the map (the component adds an expansion's elements to those it holds, by id),
     so the pages keep one map per graph in the session."""
 
@@ -127,9 +120,10 @@ def roles(answer: Answer) -> dict[str, str]:
 def elements(answer: Answer, extra: Extra | None = None,
              evidence: Sequence[Evidence] = (), ids: ComponentIds | None = None
              ) -> dict[str, Any]:
-    """`{"nodes": [...], "edges": [...]}` for st_link_analysis: ids from ``ids`` (opaque),
-    `label` the role (its colour), `name` the caption; every KG text through
-    `component_text`."""
+    """`{"nodes": [...], "edges": [...]}` for the graph component: ids from ``ids`` (opaque),
+    `role` (its colour), `name` the caption, `kg_id` (empty for a name not in the KG),
+    `expandable`; edges `group` (S, EVIDENCE, JOIN, EXPANDED) and `rel`. KG text as it is:
+    the component sets it as text, never as HTML."""
     extra = extra or Extra()
     ids = ids if ids is not None else ComponentIds()
     role = roles(answer)
@@ -144,9 +138,8 @@ def elements(answer: Answer, extra: Extra | None = None,
         if (nid, in_kg) in seen:
             return
         seen.add((nid, in_kg))
-        nodes.append({"data": {"id": ids.node(nid, in_kg), "label": r,
-                               "name": component_text(name), "role": r,
-                               "kg_id": component_text(nid if in_kg else "(not in the KG)")}})
+        nodes.append({"data": {"id": ids.node(nid, in_kg), "name": name, "role": r,
+                               "kg_id": nid if in_kg else "", "expandable": in_kg}})
 
     for n in answer.candidate.nodes:
         node(n.id, names.get(n.id, n.name), role[n.id])
@@ -175,8 +168,7 @@ def elements(answer: Answer, extra: Extra | None = None,
             return
         keys.add((s, rel, d))
         edges.append({"data": {"id": ids.edge(s, rel, d), "source": ids.node(s),
-                               "target": ids.node(d), "label": group,
-                               "rel": component_text(rel)}})
+                               "target": ids.node(d), "group": group, "rel": rel}})
 
     for e in answer.candidate.edges:
         edge(e.src, e.rel, e.dst, "EVIDENCE" if (e.src, e.rel, e.dst) in ev_edges else "S")
@@ -210,9 +202,8 @@ def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None 
     for s, rel, d in edges:
         inc.setdefault(s, []).append(rel)
         inc.setdefault(d, []).append(rel)
-    out_nodes = [{"data": {"id": ids.node(k), "label": r, "role": r,
-                           "kg_id": component_text(k),
-                           "name": component_text(readable_label(name, inc.get(k, ())))}}
+    out_nodes = [{"data": {"id": ids.node(k), "role": r, "kg_id": k, "expandable": True,
+                           "name": readable_label(name, inc.get(k, ()))}}
                  for k, (name, r) in nodes.items()]
     out_edges, seen = [], set()
     for s, rel, d in edges:
@@ -220,8 +211,7 @@ def neighbourhood_elements(centre: Entity, sub: Subgraph, rels: set[str] | None 
             continue
         seen.add((s, rel, d))
         out_edges.append({"data": {"id": ids.edge(s, rel, d), "source": ids.node(s),
-                                   "target": ids.node(d), "label": "S",
-                                   "rel": component_text(rel)}})
+                                   "target": ids.node(d), "group": "S", "rel": rel}})
     return {"nodes": out_nodes, "edges": out_edges}
 
 

@@ -1,6 +1,7 @@
 """The newcomer's walk in the real UI (issue 28): headless Chromium asks the README's
-questions on Ask as it opens (no setting touched), then runs Evaluate's default, saving a
-screenshot of each step (the page, and the graph in view) and what the page says.
+questions on Ask as it opens (no setting touched; a follow-up after the first), runs
+Evaluate's default, then opens an entity on Explore and double-clicks two of its neighbours,
+saving a screenshot of each step (the page, and the graph in view) and what the page says.
 
     talent app --port 8531 &    # the bundled MetaQA store, the shipped models
     python bench/ui_walk.py --url http://127.0.0.1:8531 --out bench/results/ui/walk
@@ -22,12 +23,14 @@ from typing import Any
 
 QUESTIONS = [  # README's first questions: a list, a typo, an absent entity, two hops
     ("1-list", "which movies did Tom Hanks star in"),
+    ("1-follow-up", "who directed them?"),
     ("2-typo", "who directed Incepton"),
     ("3-absent", "who directed Oppenheimer"),
     ("4-two-hops", "who directed the films starred by [Tom Hanks]"),
 ]
+EXPLORE = ("Inception", ["Christopher Nolan", "Leonardo DiCaprio"])  # opened, then expanded
 MAIN = '[data-testid="stMain"]'
-FRAME = 'iframe[title*="st_link_analysis"]'
+FRAME = 'iframe[title*="talent_graph"]'
 ERRORS = '[data-testid="stException"], [data-testid="stAlertContentError"]'
 # in the graph's frame: what is drawn, and how large a node label renders (font x zoom)
 GRAPH_JS = """
@@ -37,7 +40,7 @@ n.forEach(x => { const r = x.data('role'); roles[r] = (roles[r] || 0) + 1; });
 const f = n.length ? parseFloat(n[0].style('font-size')) : 0;
 return {nodes: n.length, edges: cy.edges().length, roles: roles, zoom: cy.zoom(),
         label_px: f * cy.zoom(),
-        evidence_edges: cy.edges().filter(e => e.data('label') === 'EVIDENCE').length,
+        evidence_edges: cy.edges().filter(e => e.data('group') === 'EVIDENCE').length,
         width: cy.width(), height: cy.height()};
 """
 
@@ -172,6 +175,60 @@ def evaluate(d, url: str, out: Path, timeout: float) -> dict[str, Any]:
             "screenshots": [str(out / "5-evaluate.png"), str(out / "5-evaluate-report.png")]}
 
 
+def double_click(d, name: str) -> None:
+    """A real double-click on the node drawn as ``name`` (centred and zoomed first)."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    frame = d.find_element("css selector", FRAME)
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", frame)
+    d.switch_to.frame(frame)
+    try:
+        at = d.execute_script(
+            "const cy = document.getElementById('cy')._cyreg.cy;"
+            "const n = cy.nodes().filter(n => n.data('name') === arguments[0]);"
+            "if (n.length !== 1) return null; cy.zoom(1.2); cy.center(n);"
+            "const p = n.renderedPosition(); return [p.x - cy.width() / 2,"
+            " p.y - cy.height() / 2];", name)
+        if at is None:
+            raise RuntimeError(f"no node {name!r} in the graph")
+        time.sleep(0.4)
+        ActionChains(d).move_to_element_with_offset(
+            d.find_element("id", "cy"), round(at[0]), round(at[1])).double_click().perform()
+    finally:
+        d.switch_to.default_content()
+
+
+def explore(d, url: str, out: Path, entity: str, clicks: list[str]) -> dict[str, Any]:
+    """Explore ``entity``, then double-click each of ``clicks``: the graph after each."""
+    from selenium.webdriver.common.keys import Keys
+
+    d.get(url + "/explore")
+    box = wait(d, lambda d: d.find_elements("css selector", ".st-key-explore_query input"),
+               120, "no Explore page")[0]
+    settle(d, 120)
+    box.send_keys(entity, Keys.ENTER)
+    wait(d, lambda d: (graph_info(d) or {}).get("nodes", 0) > 1, 120, "no neighbourhood")
+    graphs, shots = [], []
+    for k in range(len(clicks) + 1):
+        time.sleep(2)
+        graphs.append(graph_info(d))
+        name = "6-explore" + (f"-expanded-{k}" if k else "")
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})",
+                         d.find_element("css selector", FRAME))
+        time.sleep(1)
+        d.save_screenshot(str(out / f"{name}.png"))
+        shots.append(str(out / f"{name}.png"))
+        if k < len(clicks):
+            before = graphs[-1]["nodes"]
+            double_click(d, clicks[k])
+            wait(d, lambda d, n=before: not busy(d) and (graph_info(d) or {}).get("nodes", 0) > n,
+                 120, f"the double-click on {clicks[k]!r} added no node")
+    return {"step": "6-explore", "entity": entity, "expanded": clicks,
+            "graphs": graphs, "errors": [e.text for e in d.find_elements("css selector",
+                                                                           ERRORS)],
+            "screenshots": shots}
+
+
 def main() -> int:
     from selenium import webdriver
 
@@ -202,6 +259,8 @@ def main() -> int:
             steps.append(ask(d, args.out, name, q, args.timeout))
             print(json.dumps(steps[-1], ensure_ascii=False), flush=True)
         steps.append(evaluate(d, args.url, args.out, args.timeout))
+        print(json.dumps(steps[-1], ensure_ascii=False), flush=True)
+        steps.append(explore(d, args.url, args.out, *EXPLORE))
         print(json.dumps(steps[-1], ensure_ascii=False), flush=True)
     except Exception:
         d.save_screenshot(str(args.out / "failure.png"))

@@ -506,8 +506,9 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
                 st.toast(f"{added} nodes/edges added from the store"
                          + ("; double-click it again for more" if more else ""))
                 st.rerun()
-            st.caption("Double-click a node (or select it and press ⤢) to add its neighbours "
-                       "from the store; click a node to see its id.")
+            st.caption("Click a node or an edge to see what it is; double-click a node (or "
+                       "press Expand neighbours in its panel) to add its neighbours from the "
+                       "store.")
             if cand.method == "grag":
                 from talent_core.retrieval.grag import describe
 

@@ -19,12 +19,8 @@ from talent_core.ui.common import (
     roles_present,
     store_caption,
 )
-from talent_core.ui.kg import Extra, neighbourhood_elements
+from talent_core.ui.kg import EXPLORE_LEGEND, Extra, neighbourhood_elements
 from talent_core.ui.safe import error_line, plain
-
-# Explore's own words for its roles: it shows an entity's neighbourhood, it retrieves nothing
-EXPLORE_LEGEND = {"seed": "the entity you opened", "candidate": "its neighbours",
-                  "expanded": "neighbour added by a double-click"}
 
 
 def page() -> None:
@@ -112,7 +108,7 @@ def page() -> None:
     legend(roles_present(els), edges=False, texts=EXPLORE_LEGEND)
     if state.get("note"):  # the last expansion, said under the graph's caption (a toast
         st.caption(plain(state["note"]))  # covered the "Ask about this entity" button)
-    clicked = graph(els, key=key, height=480)
+    clicked = graph(els, key=key, height=480, texts=EXPLORE_LEGEND)
     if clicked:
         added, more = extra.expand(reader, clicked)
         state["note"] = (f"{added} nodes/edges added around the node you opened"

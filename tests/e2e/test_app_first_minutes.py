@@ -166,7 +166,7 @@ def test_roles_and_edge_groups_present_in_legend_order():
 
     els = {"nodes": [{"data": {"role": "candidate"}}, {"data": {"role": "answer"}},
                      {"data": {"role": "candidate"}}],
-           "edges": [{"data": {"label": "EVIDENCE"}}, {"data": {"label": "S"}}]}
+           "edges": [{"data": {"group": "EVIDENCE"}}, {"data": {"group": "S"}}]}
     assert roles_present(els) == ["answer", "candidate"]
     assert edge_groups_present(els) == ["S", "EVIDENCE"]
     assert roles_present({"nodes": [], "edges": []}) == []

@@ -1,37 +1,31 @@
-"""app/kg.py without Streamlit: roles, the graph component's elements (opaque ids, look-alike
-text), and a click mapped back to its KG id. The data it draws (evidence paths, export, store
+"""app/kg.py without Streamlit: roles, the graph component's elements (opaque ids, KG text
+as it is), and a click mapped back to its KG id. The data it draws (evidence paths, export, store
 look-ups) is tested with the library: tests/retrieval/test_explore.py."""
 
 from __future__ import annotations
 
-import json
-
-from answer_samples import sample_answer
+from answer_samples import payload_answer, sample_answer
 
 from talent_core.explore import answer_evidence
 from talent_core.models import (
     Answer,
-    Candidate,
     CandidateEdge,
     CandidateNode,
     Edge,
     Entity,
     OutOfCandidate,
-    RankedName,
-    Selection,
     Subgraph,
 )
 from talent_core.ui.kg import (
     ComponentIds,
     Extra,
-    component_text,
     elements,
     layered,
     neighbourhood_elements,
 )
 
 
-def test_roles_colour_every_kind_of_node_and_keep_html_out_of_the_component():
+def test_roles_colour_every_kind_of_node():
     ans = sample_answer()
     extra = Extra()
     extra.edges.add(("e9", "directed_by", "f1"))  # the grounded out-of-S node, joined to S
@@ -39,14 +33,14 @@ def test_roles_colour_every_kind_of_node_and_keep_html_out_of_the_component():
     els = elements(ans, extra, answer_evidence(ans), ids)
     kg = {n["data"]["id"]: ids.kg_id(n["data"]["id"]) or "missing:" + n["data"]["name"]
           for n in els["nodes"]}
-    role = {kg[n["data"]["id"]]: n["data"]["label"] for n in els["nodes"]}
+    role = {kg[n["data"]["id"]]: n["data"]["role"] for n in els["nodes"]}
     assert role == {"tom": "seed", "f1": "selected", "f2": "candidate", "d": "answer",
                     "m.0x": "candidate", "e9": "grounded",
                     "missing:Nowhere (not in KG)": "missing"}
     names = {kg[n["data"]["id"]]: n["data"]["name"] for n in els["nodes"]}
-    assert names["d"] == "Dee ‹b›" and "<" not in json.dumps(els)
+    assert names["d"] == "Dee <b>"  # as the KG writes it: the component sets text
     assert names["m.0x"] == "⟨film.performance⟩ m.0x"  # a CVT node's readable label
-    groups = {(kg[e["data"]["source"]], kg[e["data"]["target"]]): e["data"]["label"]
+    groups = {(kg[e["data"]["source"]], kg[e["data"]["target"]]): e["data"]["group"]
               for e in els["edges"]}
     assert groups[("f1", "d")] == "EVIDENCE" and groups[("e9", "f1")] == "JOIN"
     assert groups[("m.0x", "tom")] == "S"
@@ -70,7 +64,7 @@ def test_only_what_the_mentions_linked_to_is_drawn_as_a_seed():
     assert role["look"] == "candidate"
 
 
-# --- the graph component gets opaque ids and look-alike text only (issue 26, item 1) ------
+# --- the graph component gets opaque ids and the KG's text as it is (issue 26, item 1) -----
 XSS = """<img src=x onerror="window.top.document.title='XSSID';alert(1)">"""
 ENT = "&lt;img src=x onerror=alert(2)&gt;"  # would show as `<img ...>` through innerHTML
 
@@ -79,19 +73,13 @@ def _hostile() -> tuple[Answer, Extra]:
     """An answer with the payload everywhere a KG string reaches the graph: ids, names, a
     relation, edge ends, a CVT-like id, the answer and its evidence path, a grounded and a
     missing out-of-candidate name, and a node added by a click."""
-    nodes = [CandidateNode(id="Tom Hanks", name="Tom Hanks", seed=True),
-             CandidateNode(id=XSS, name=XSS), CandidateNode(id="q1", name=ENT),
-             CandidateNode(id=ENT, name="plain"), CandidateNode(id="n0", name="e0")]
-    edges = [CandidateEdge(src="Tom Hanks", rel="starred_in", dst=XSS),
-             CandidateEdge(src=XSS, rel=XSS, dst="q1"),
-             CandidateEdge(src=ENT, rel=ENT, dst="Tom Hanks"),
-             CandidateEdge(src="n0", rel="e0", dst="Tom Hanks")]
-    cand = Candidate(question="q", nodes=nodes, edges=edges)
-    sel = Selection(selected=[nodes[1]], out_of_candidate=[
-        OutOfCandidate(name=XSS + "1", grounded=True, id=XSS + "id", kg_name=XSS + "kg"),
-        OutOfCandidate(name=XSS + "2", grounded=False)])
-    ans = Answer(question="q", answer=[ENT], candidate=cand, selection=sel,
-                 ranked=[RankedName(name=ENT, score=-1.0, id="q1")], decode="ranked")
+    ans = payload_answer(XSS, CandidateNode(id="q1", name=ENT), XSS, ENT,
+                         OutOfCandidate(name=XSS + "1", grounded=True, id=XSS + "id",
+                                        kg_name=XSS + "kg"), XSS + "2")
+    cand = ans.candidate  # and a node whose id and name look like the component's ids
+    ans.candidate = cand.model_copy(update={
+        "nodes": [*cand.nodes, CandidateNode(id="n0", name="e0")],
+        "edges": [*cand.edges, CandidateEdge(src="n0", rel="e0", dst="Tom Hanks")]})
     extra = Extra()
     extra.add(Subgraph(nodes=[Entity(id=XSS + "x", name=XSS + "x")],
                        edges=[Edge(src=XSS + "x", rel=XSS + "r", dst=XSS)]))
@@ -100,52 +88,47 @@ def _hostile() -> tuple[Answer, Extra]:
 
 
 def _check_component_data(els: dict, ids: ComponentIds, kg_ids: set[str]) -> None:
-    """Every id opaque and mapped back, every text free of markup characters."""
+    """Every id opaque and mapped back; the panel's KG id the one the map returns."""
     import re
 
-    dump = json.dumps(els, ensure_ascii=False)
-    assert not set("<>") & set(dump) and "&" not in dump.replace("&\u200b", ""), dump
-    assert "onerror" in dump  # the text is there, as look-alikes
     nodes, edges = els["nodes"], els["edges"]
     for n in nodes:
         assert re.fullmatch(r"n\d+", n["data"]["id"])
-        assert set(n["data"]) == {"id", "label", "name", "role", "kg_id"}
+        assert set(n["data"]) == {"id", "name", "role", "kg_id", "expandable"}
     for e in edges:
         assert re.fullmatch(r"e\d+", e["data"]["id"])
         assert {e["data"]["source"], e["data"]["target"]} <= {n["data"]["id"] for n in nodes}
-        assert set(e["data"]) == {"id", "source", "target", "label", "rel"}
+        assert set(e["data"]) == {"id", "source", "target", "group", "rel"}
     back = {ids.kg_id(n["data"]["id"]) for n in nodes} - {None}
     assert back == kg_ids
-    for n in nodes:  # the panel's kg_id is the look-alike of the id the map returns
+    for n in nodes:  # only a KG node can be expanded; a missing name has no KG id
         kg = ids.kg_id(n["data"]["id"])
-        assert n["data"]["kg_id"] == (component_text(kg) if kg else "(not in the KG)")
+        assert n["data"]["kg_id"] == (kg or "") and n["data"]["expandable"] == bool(kg)
 
 
-def test_elements_give_the_component_opaque_ids_and_escaped_text_only():
+def test_elements_give_the_component_opaque_ids_and_the_kg_text_as_it_is():
     ans, extra = _hostile()
     ids = ComponentIds()
     els = elements(ans, extra, answer_evidence(ans), ids)
-    _check_component_data(els, ids, {"Tom Hanks", XSS, "q1", ENT, "n0", XSS + "id",
+    _check_component_data(els, ids, {"Tom Hanks", XSS, "q1", "q-entity", "n0", XSS + "id",
                                      XSS + "x"})
     by_kg = {ids.kg_id(n["data"]["id"]): n["data"] for n in els["nodes"]}
-    assert by_kg[XSS]["name"] == component_text(XSS) == (
-        "‹img src=x onerror=\"window.top.document.title='XSSID';alert(1)\"›")
-    assert by_kg["q1"]["name"] == "&\u200blt;img src=x onerror=alert(2)&\u200bgt;"
-    assert by_kg["q1"]["label"] == "answer"  # the answer, with its evidence path
+    assert by_kg[XSS]["name"] == XSS and by_kg["q1"]["name"] == ENT
+    assert by_kg["q1"]["role"] == "answer"  # the answer, with its evidence path
     groups = {(ids.kg_id(e["data"]["source"]), e["data"]["rel"], ids.kg_id(e["data"]["target"])):
-              e["data"]["label"] for e in els["edges"]}
+              e["data"]["group"] for e in els["edges"]}
     assert groups[("Tom Hanks", "starred_in", XSS)] == "EVIDENCE"
-    assert groups[(XSS, component_text(XSS), "q1")] == "EVIDENCE"
+    assert groups[(XSS, XSS, "q1")] == "EVIDENCE"
     assert groups[(XSS + "id", "rel", XSS)] == "JOIN"
-    assert groups[(XSS + "x", component_text(XSS + "r"), XSS)] == "EXPANDED"
+    assert groups[(XSS + "x", XSS + "r", XSS)] == "EXPANDED"
     missing = [n["data"] for n in els["nodes"] if n["data"]["role"] == "missing"]
     assert [ids.kg_id(m["id"]) for m in missing] == [None]  # not expandable
-    assert missing[0]["name"] == component_text(XSS + "2") + " (not in KG)"
+    assert missing[0]["name"] == XSS + "2 (not in KG)"
     grounded = by_kg[XSS + "id"]
-    assert grounded["role"] == "grounded" and grounded["name"] == component_text(XSS + "kg")
+    assert grounded["role"] == "grounded" and grounded["name"] == XSS + "kg"
 
 
-def test_neighbourhood_elements_give_opaque_ids_and_escaped_text_only():
+def test_neighbourhood_elements_give_opaque_ids_and_the_kg_text_as_it_is():
     centre = Entity(id=XSS, name=XSS)
     sub = Subgraph(nodes=[centre, Entity(id="Tom Hanks", name="Tom Hanks"),
                           Entity(id="q1", name=ENT), Entity(id="e0", name="n1")],
@@ -163,7 +146,7 @@ def test_neighbourhood_elements_give_opaque_ids_and_escaped_text_only():
     # filtered to one relation: the payload relation's edge only, its ends still mapped
     els = neighbourhood_elements(centre, sub, {XSS}, extra, ids)
     _check_component_data(els, ids, {XSS, "q1"})
-    assert [e["data"]["rel"] for e in els["edges"]] == [component_text(XSS)]
+    assert [e["data"]["rel"] for e in els["edges"]] == [XSS]
 
 
 def test_component_ids_are_stable_across_reruns_and_unknown_ids_map_to_nothing():
@@ -193,20 +176,21 @@ def test_graph_maps_a_click_back_to_the_kg_id_once_and_ignores_unknown_ids(monke
     """app.common.graph in a Streamlit run, the component replaced by a stand-in that
     reports one click per run: a known opaque id comes back as the KG id (once), an id the
     map lacks, a name not in the KG or a malformed event as None."""
-    import st_link_analysis
     from streamlit.testing.v1 import AppTest
 
+    import talent_core.ui.common as common
+
     # the script's graph: n0 the seed (the payload), n1 its neighbour, n2 a missing name
-    clicks = [["n0"], ["n0"], ["n999"], ["n2"], "n1", [None], [XSS], ["e0"], ["n1"]]
+    clicks = ["n0", "n0", "n999", "n2", ["n1"], None, XSS, "e0", "n1"]
     stamps = [1, 1, 2, 3, 4, 5, 6, 7, 8]  # the second is the first click reported again
     seen: list[dict] = []
 
     def fake(elements, **kw):
         i = len(seen)
         seen.append(elements)
-        return {"action": "expand", "data": {"node_ids": clicks[i]}, "timestamp": stamps[i]}
+        return {"action": "expand", "node": clicks[i], "timestamp": stamps[i]}
 
-    monkeypatch.setattr(st_link_analysis, "st_link_analysis", fake)
+    monkeypatch.setattr(common, "_component", fake)
 
     def script():
         import streamlit as st
@@ -275,7 +259,3 @@ def test_layered_reads_the_evidence_left_to_right_and_fills_a_wide_column():
         assert shown[-1] == "directed_by"
     assert layered({"nodes": [], "edges": []})[0] == {"nodes": [], "edges": []}
 
-
-def test_component_text():
-    assert component_text("<img src=x onerror=alert(1)>") == "‹img src=x onerror=alert(1)›"
-    assert component_text("&lt;b&gt; & co") == "&\u200blt;b&\u200bgt; &\u200b co"

@@ -226,14 +226,14 @@ def _text(d) -> str:
 def _shot(d, name: str, graph: bool = False) -> None:
     if graph:  # the graph component in view
         d.execute_script("arguments[0].scrollIntoView({block: 'center'})", d.find_element(
-            "css selector", 'iframe[title*="st_link_analysis"]'))
+            "css selector", 'iframe[title*="talent_graph"]'))
         time.sleep(0.5)
     d.save_screenshot(str(ARTIFACTS / f"{name}.png"))
 
 
 def _in_graph(d, script: str):
     """Run ``script`` in the graph component's frame (``cy``: its Cytoscape instance)."""
-    frame = _el(d, 'iframe[title*="st_link_analysis"]')
+    frame = _el(d, 'iframe[title*="talent_graph"]')
     d.switch_to.frame(frame)
     try:
         return d.execute_script(
@@ -277,10 +277,10 @@ def _walk(url: str, d) -> None:
     n0 = _in_graph(d, "return cy.nodes().length;")
     _shot(d, "1-ask-answer-graph", graph=True)
     # expand the seed: select it, then the component's expand button (as a user clicks)
-    _in_graph(d, "cy.nodes('[label = \"seed\"]').first().select(); return 1;")
+    _in_graph(d, "cy.nodes('[role = \"seed\"]').first().select().emit('tap'); return 1;")
     time.sleep(0.6)
-    d.switch_to.frame(_el(d, 'iframe[title*="st_link_analysis"]'))
-    _el(d, "#nodeActionsExpand").click()
+    d.switch_to.frame(_el(d, 'iframe[title*="talent_graph"]'))
+    _el(d, "#expand").click()
     d.switch_to.default_content()
     _idle(d)
     _wait(d, lambda d: (_in_graph(d, "return cy.nodes().length;") or 0) > n0, 60,
@@ -444,13 +444,16 @@ function next() {
   const el = els[i++];
   cy.elements().unselect();
   el.select();
+  el.emit('tap');
   setTimeout(() => {
-    const props = document.getElementById('infopanelProps');
-    out.push({data: el.data(),
-              shown: [...props.querySelectorAll('.infopanel__prop')].map(
-                p => [...p.children].map(c => c.textContent)),
-              markup: [...props.querySelectorAll('*')].map(e => e.tagName.toLowerCase())
-                        .filter(t => t !== 'div' && t !== 'p')});
+    const p = document.getElementById('panel');
+    out.push({data: el.data(), node: el.isNode(), hidden: p.hidden,
+              title: p.querySelector('.title')?.textContent,
+              rows: [...p.querySelectorAll('.row')].map(
+                r => [...r.children].map(c => c.textContent)),
+              ends: el.isNode() ? null : [el.source().data('name'), el.target().data('name')],
+              markup: [...p.querySelectorAll('*')].map(e => e.tagName.toLowerCase())
+                        .filter(t => !['div', 'span', 'button'].includes(t))});
     next();
   }, 220);
 }
@@ -503,14 +506,16 @@ def _no_script(d, where: str) -> None:
 
 def _audit(d, where: str, texts: list[str]) -> list[dict]:
     """Open every node and edge of the graph in its info panel: no markup but the panel's
-    own, each field shown as exactly its (look-alike) text, ids opaque, and each of
-    ``texts`` shown as its look-alike; no script ran. Returns the elements' panels."""
+    own; a node's panel its name exactly as the KG writes it, its role in words, its KG id
+    where that differs from the name, never the component's opaque id; an edge's its
+    relation and both ends' names; each of ``texts`` shown literally; no script ran.
+    Returns the elements' panels."""
     from selenium.common.exceptions import UnexpectedAlertPresentException
 
-    from talent_core.ui.kg import component_text
+    from talent_core.ui.kg import EXPLORE_LEGEND, ROLES
 
     d.set_script_timeout(120)
-    frame = _el(d, 'iframe[title*="st_link_analysis"]')
+    frame = _el(d, 'iframe[title*="talent_graph"]')
     d.switch_to.frame(frame)
     try:
         got = d.execute_async_script(AUDIT)
@@ -522,36 +527,46 @@ def _audit(d, where: str, texts: list[str]) -> list[dict]:
     assert got, f"{where}: no graph"
     shown: set[str] = set()
     for el in got:
-        assert not el["markup"], (where, el)
-        fields = {k: str(v) for k, v in el["data"].items() if k != "label"}
-        panel = [tuple(kv) for kv in el["shown"]]
-        assert len(panel) == len(fields) and dict(panel) == fields, (where, el)  # literal
-        assert el["data"]["id"][0] in "ne" and el["data"]["id"][1:].isdigit(), el
-        shown |= set(fields.values())
+        data, rows = el["data"], dict(tuple(r) for r in el["rows"])
+        assert not el["markup"] and not el["hidden"], (where, el)
+        assert data["id"][0] in "ne" and data["id"][1:].isdigit(), el
+        assert data["id"] not in [el["title"], *rows.values()], el  # no opaque id shown
+        if el["node"]:
+            assert el["title"] == data["name"], (where, el)
+            assert rows["role"] in {t for r, _, t in ROLES if r == data["role"]} | {
+                EXPLORE_LEGEND.get(data["role"])}, el
+            kg = data["kg_id"]
+            assert rows.get("KG id") == (kg if kg and kg != data["name"] else None), el
+        else:
+            assert el["title"] == data["rel"], (where, el)
+            assert [rows["from"], rows["to"]] == el["ends"], (where, el)
+        shown |= {el["title"], *rows.values()}
     for t in texts:
-        assert any(component_text(t) in v for v in shown), (where, t, sorted(shown))
+        assert any(t in v for v in shown), (where, t, sorted(shown))
     return got
 
 
 def _on_node(d, kg_id: str, action: str = "click") -> None:
-    """A real mouse click (or double-click) on the node whose panel id is ``kg_id``'s
-    look-alike: the node centred in the component, the mouse at the centre."""
+    """A real mouse click (or double-click) on the node whose KG id is ``kg_id`` (a name not
+    in the KG: its drawn name): the node centred in the component, the mouse at the
+    centre."""
     from selenium.webdriver.common.action_chains import ActionChains
 
-    from talent_core.ui.kg import component_text
-
-    frame = _el(d, 'iframe[title*="st_link_analysis"]')
+    frame = _el(d, 'iframe[title*="talent_graph"]')
     d.execute_script("arguments[0].scrollIntoView({block: 'center'})", frame)
     d.switch_to.frame(frame)
     try:
-        found = d.execute_script(
+        found = d.execute_script(  # the node's offset from the component's centre
             "const cy = document.getElementById('cy')._cyreg.cy; cy.elements().unselect();"
-            "const n = cy.nodes().filter(n => n.data('kg_id') === arguments[0]);"
-            "if (!n.length) return 0; cy.zoom(1.5); cy.center(n); return n.length;",
-            component_text(kg_id))
-        assert found == 1, kg_id
+            "const n = cy.nodes().filter(n => n.data('kg_id') === arguments[0]"
+            " || (!n.data('kg_id') && n.data('name') === arguments[0]));"
+            "if (n.length !== 1) return null; cy.zoom(1.5); cy.center(n);"
+            "const p = n.renderedPosition(); return [p.x - cy.width() / 2,"
+            " p.y - cy.height() / 2];", kg_id)
+        assert found is not None, kg_id
         time.sleep(0.4)
-        act = ActionChains(d).move_to_element(d.find_element("id", "cy"))
+        act = ActionChains(d).move_to_element_with_offset(
+            d.find_element("id", "cy"), round(found[0]), round(found[1]))
         (act.double_click() if action == "double" else act.click()).perform()
         time.sleep(0.6)
     finally:
@@ -588,8 +603,6 @@ def test_browser_graph_shows_kg_text_literally_and_runs_no_script(xss_env, drive
 
 
 def _xss_app(d, url: str) -> None:
-    from talent_core.ui.kg import component_text
-
     store_texts = [XSS, RELATION, ID, NAME, ENTITY, ATTR]
     # Explore: the issue's steps, then every node and edge
     _open(d, url + "/explore")
@@ -613,7 +626,7 @@ def _xss_app(d, url: str) -> None:
     # the payload found by Explore's search: the centre of the graph
     _type(d, "explore_query", XSS)
     _wait(d, lambda d: (_in_graph(d, "return cy.nodes('[role = \"seed\"]').data('kg_id');")
-                        == component_text(XSS)), 120, "the payload is not the centre")
+                        == XSS), 120, "the payload is not the centre")
     time.sleep(1.5)
     _audit(d, "Explore, the payload searched", [XSS, "Penny Marshall"])
     _shot(d, "xss-3-explore-payload-centre", graph=True)
@@ -627,8 +640,8 @@ def _xss_app(d, url: str) -> None:
     time.sleep(1.5)
     got = _audit(d, "Ask", [XSS])
     _on_node(d, XSS)
-    d.switch_to.frame(_el(d, 'iframe[title*="st_link_analysis"]'))
-    _el(d, "#nodeActionsExpand").click()
+    d.switch_to.frame(_el(d, 'iframe[title*="talent_graph"]'))
+    _el(d, "#expand").click()
     d.switch_to.default_content()
     _idle(d)  # S holds this whole store: the expansion adds nothing to see here
     assert not d.find_elements("css selector", '[data-testid="stException"]')
@@ -643,7 +656,7 @@ def _xss_page(d, url: str) -> None:
     _wait(d, lambda d: _node_count(d) >= 6, 60, "the test page drew no graph")
     time.sleep(1.5)
     got = _audit(d, "Ask's answer graph", [XSS, ANSWER, REL, ENTITY, OOC, MISSING])
-    roles = {el["data"].get("role") for el in got} | {el["data"].get("label") for el in got}
+    roles = {el["data"].get("role") for el in got} | {el["data"].get("group") for el in got}
     assert {"seed", "answer", "selected", "grounded", "missing", "EVIDENCE", "JOIN"} <= roles
     n0 = _node_count(d)
     _on_node(d, ANSWER, "double")  # comes back as the answer's KG id, literally
@@ -652,7 +665,7 @@ def _xss_page(d, url: str) -> None:
     assert d.find_element("css selector", '[data-testid="stCode"]').text == ANSWER
     time.sleep(1.5)
     _audit(d, "Ask's answer graph after a click", [ANSWER, EXPANDED])
-    missing = [el["data"]["kg_id"] for el in got if el["data"].get("role") == "missing"]
+    missing = [el["data"]["name"] for el in got if el["data"].get("role") == "missing"]
     _on_node(d, missing[0], "double")  # a name not in the KG: nothing to expand
     time.sleep(2)
     _idle(d)

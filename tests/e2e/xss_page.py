@@ -21,36 +21,22 @@ ANSWER, REL, OOC, MISSING, EXPANDED = (payload(f) for f in
 
 
 def page() -> None:
+    import sys
+    from pathlib import Path
+
     import streamlit as st
 
     from talent_core.explore import answer_evidence
-    from talent_core.models import (
-        Answer,
-        Candidate,
-        CandidateEdge,
-        CandidateNode,
-        Edge,
-        Entity,
-        OutOfCandidate,
-        RankedName,
-        Selection,
-        Subgraph,
-    )
+    from talent_core.models import CandidateNode, Edge, Entity, OutOfCandidate, Subgraph
     from talent_core.ui.common import graph, graph_ids
     from talent_core.ui.kg import Extra, elements
 
-    nodes = [CandidateNode(id="Tom Hanks", name="Tom Hanks", seed=True),
-             CandidateNode(id=XSS, name=XSS), CandidateNode(id=ANSWER, name=ANSWER),
-             CandidateNode(id="q-entity", name=ENTITY)]
-    edges = [CandidateEdge(src="Tom Hanks", rel="starred_in", dst=XSS),
-             CandidateEdge(src=XSS, rel=REL, dst=ANSWER),
-             CandidateEdge(src="q-entity", rel=ENTITY, dst="Tom Hanks")]
-    cand = Candidate(question="q", nodes=nodes, edges=edges)
-    sel = Selection(selected=[nodes[1]], out_of_candidate=[
-        OutOfCandidate(name=OOC, grounded=True, id=OOC, kg_name=OOC),
-        OutOfCandidate(name=MISSING, grounded=False)])
-    answer = Answer(question="q", answer=[ANSWER], candidate=cand, selection=sel,
-                    ranked=[RankedName(name=ANSWER, score=-1.0, id=ANSWER)], decode="ranked")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: answer_samples
+    from answer_samples import payload_answer
+
+    answer = payload_answer(XSS, CandidateNode(id=ANSWER, name=ANSWER), REL, ENTITY,
+                            OutOfCandidate(name=OOC, grounded=True, id=OOC, kg_name=OOC),
+                            MISSING)
     extra = st.session_state.setdefault("extra", Extra())
     extra.edges.add((OOC, "joined", ANSWER))
     clicked = graph(elements(answer, extra, answer_evidence(answer), graph_ids("xss")),
