@@ -8,6 +8,7 @@ import itertools
 import json as _json
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,20 +17,46 @@ import typer
 from talent_core.commands.console import fail, setup_logging
 from talent_core.commands.options import (
     DEFAULT_MODELS,
+    NONE_GIVEN,
     ModelChoice,
     Verbose,
+    declared_options,
     model_choice,
+    option_name,
     question_format,
     retrieval_config,
     retrieval_options,
+    with_options,
 )
 from talent_core.commands.shared import empty_store_notice, frozen_notice, pipeline_for
 from talent_core.llm.data import write_jsonl
 from talent_core.questions import QUESTION_FORMATS, read_questions
 
+# the options of --report alone (ReportOptions.parse reads them), where eval_cmd declares
+# `report_only`: it receives the given ones as one dict
+REPORT_ONLY = {
+    "methods": Annotated[str | None, typer.Option(
+        "--methods", help="--report: comma list of vector, pcst-paper, pcst-default, "
+        "llm-ranked, llm-free (explagraphs: graph, llm-ranked, llm-free); default: the "
+        "retrieval-only ones (explagraphs: graph,llm-ranked)")],
+    "modes": Annotated[str | None, typer.Option(
+        "--modes", help="--report: LLM modes of the llm-* methods, comma list of full, "
+        "no-retriever, frozen (default full)")],
+    "sweep": Annotated[list[str] | None, typer.Option(
+        "--sweep", help="--report, repeatable: k=3,5,10,20 (k_nodes = k_edges = beam = k "
+        "together), lambda=0.001:DIR1,0.01:DIR2 (the retriever adapter trained with each "
+        "lambda; mode full), or any retrieval setting, e.g. edge_cost=0.25,0.5")],
+    "sample_seed": Annotated[int | None, typer.Option(
+        "--sample-seed", help="--report with --limit: a seeded sample, balanced over hops")],
+    "annotations": Annotated[Path | None, typer.Option(
+        "--annotations", help="--report, explagraphs: pseudo-gold nodes (the JSONL of "
+        "`talent annotate-explagraphs --examples-out`) for the retrieval metrics")],
+}
+
 
 @retrieval_options
 @model_choice
+@with_options(declared_options(REPORT_ONLY), into="report_only")
 def eval_cmd(
     questions: Annotated[list[Path], typer.Argument(
         metavar="FILE...", help="question file(s) with gold answers (several only with "
@@ -49,23 +76,7 @@ def eval_cmd(
     report: Annotated[Path | None, typer.Option(
         "--report", help="write a full report into DIR: rows.jsonl (resumable), report.json, "
         "report.md and PNG plots, every method x mode x sweep point")] = None,
-    methods: Annotated[str | None, typer.Option(
-        "--methods", help="--report: comma list of vector, pcst-paper, pcst-default, "
-        "llm-ranked, llm-free (explagraphs: graph, llm-ranked, llm-free); default: the "
-        "retrieval-only ones (explagraphs: graph,llm-ranked)")] = None,
-    modes: Annotated[str | None, typer.Option(
-        "--modes", help="--report: LLM modes of the llm-* methods, comma list of full, "
-        "no-retriever, frozen (default full)")] = None,
-    sweep: Annotated[list[str] | None, typer.Option(
-        "--sweep", help="--report, repeatable: k=3,5,10,20 (k_nodes = k_edges = beam = k "
-        "together), lambda=0.001:DIR1,0.01:DIR2 (the retriever adapter trained with each "
-        "lambda; mode full), or any retrieval setting, e.g. edge_cost=0.25,0.5")] = None,
-    sample_seed: Annotated[int | None, typer.Option(
-        "--sample-seed", help="--report with --limit: a seeded sample, balanced over hops")]
-    = None,
-    annotations: Annotated[Path | None, typer.Option(
-        "--annotations", help="--report, explagraphs: pseudo-gold nodes (the JSONL of "
-        "`talent annotate-explagraphs --examples-out`) for the retrieval metrics")] = None,
+    report_only: Mapping[str, Any] = NONE_GIVEN,
     verbose: Verbose = False,
     *,
     retrieval: dict[str, Any],
@@ -80,12 +91,9 @@ def eval_cmd(
         if models.decode is not None:
             raise fail("--decode: with --report each LLM method has its decoding "
                         "(llm-ranked, llm-free)")
-        _eval_report(questions, fmt, models, limit, offset, report, methods, modes, sweep,
-                     sample_seed, annotations, retrieval)
+        _eval_report(questions, fmt, models, limit, offset, report, report_only, retrieval)
         return
-    given = [n for n, v in (("--methods", methods), ("--modes", modes), ("--sweep", sweep),
-                            ("--sample-seed", sample_seed), ("--annotations", annotations))
-             if v]
+    given = [option_name(name) for name, value in report_only.items() if value]
     if given:
         raise fail(f"{', '.join(given)} need --report DIR")
     if len(questions) != 1:
@@ -144,8 +152,8 @@ def _eval_stance(path, mode, models: ModelChoice, limit, offset, rows_out, retri
     typer.echo(_json.dumps(summary))
 
 
-def _eval_report(questions, fmt, models: ModelChoice, limit, offset, out_dir, methods, modes,
-                 sweep, sample_seed, annotations, retrieval) -> None:
+def _eval_report(questions, fmt, models: ModelChoice, limit, offset, out_dir,
+                 report_only: Mapping[str, Any], retrieval) -> None:
     """`talent eval --report DIR` (talent_core.evaluation.report)."""
     from talent_core.evaluation.report import run_report
     from talent_core.evaluation.sweep import ReportError, ReportOptions
@@ -158,8 +166,10 @@ def _eval_report(questions, fmt, models: ModelChoice, limit, offset, out_dir, me
                else question_format(None, questions[0]))
     config = retrieval_config(retrieval)
     try:
-        options = ReportOptions.parse(questions, fmt, methods, modes, sweep, config, limit,
-                                      offset, sample_seed, annotations)
+        r = report_only
+        options = ReportOptions.parse(questions, fmt, r.get("methods"), r.get("modes"),
+                                      r.get("sweep"), config, limit, offset,
+                                      r.get("sample_seed"), r.get("annotations"))
     except ReportError as e:
         raise fail(str(e)) from None
     expla = fmt == "explagraphs"

@@ -87,6 +87,15 @@ def model_options(
     return out
 
 
+def declared_options(annotations: Mapping[str, Any],
+                     defaults: Mapping[str, Any] | None = None) -> list[inspect.Parameter]:
+    """One keyword-only typer option per (name, ``Annotated[type, typer.Option(...)]``),
+    default None (or ``defaults[name]``): the options a `with_options` group declares."""
+    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                              default=(defaults or {}).get(name))
+            for name, annotation in annotations.items()]
+
+
 def with_options(params: list[inspect.Parameter], into: str,
                  make: Callable[[dict[str, Any]], Any] = dict) -> Callable:
     """Decorator: the typer command gets ``params`` as options, where it declares ``into``
@@ -181,17 +190,17 @@ class ModelChoice:
 
 
 DEFAULT_MODELS = ModelChoice()  # what a command declares `models` as (@model_choice fills it)
-# ModelChoice's options (field, annotation), in its order
-MODEL_CHOICE_OPTIONS = [("retriever", RetrieverDirOpt), ("generator", GeneratorDirOpt),
-                        ("base_model", BaseModelOpt), ("decode", DecodeOpt),
-                        ("adapters", AdaptersOpt), ("generator_type", GeneratorTypeOpt),
-                        ("frozen_retriever", FrozenRetriever), ("planner", PlannerOpt)]
+# what a command declares a with_options dict as where its options go (the decorator fills it)
+NONE_GIVEN: Mapping[str, Any] = types.MappingProxyType({})
+# ModelChoice's options (field: annotation), in its order
+MODEL_CHOICE_OPTIONS = {"retriever": RetrieverDirOpt, "generator": GeneratorDirOpt,
+                        "base_model": BaseModelOpt, "decode": DecodeOpt,
+                        "adapters": AdaptersOpt, "generator_type": GeneratorTypeOpt,
+                        "frozen_retriever": FrozenRetriever, "planner": PlannerOpt}
 # --retriever, --generator, --base-model, --decode, --adapters, --generator-type,
 # --frozen-retriever, --planner: the command receives them as one ModelChoice `models`
 model_choice = with_options(
-    [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
-                       default=getattr(ModelChoice, name))
-     for name, annotation in MODEL_CHOICE_OPTIONS],
+    declared_options(MODEL_CHOICE_OPTIONS, {f.name: f.default for f in fields(ModelChoice)}),
     into="models", make=lambda given: ModelChoice(**given))
 
 
