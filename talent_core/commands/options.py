@@ -110,8 +110,8 @@ def with_options(params: list[inspect.Parameter], into: str,
         if clash:
             raise TypeError(f"{command.__name__}: {sorted(clash)} declared twice")
         kind = sig.parameters[into].kind
-        last = kind is inspect.Parameter.KEYWORD_ONLY
-        at = len(own) if last else list(sig.parameters).index(into)
+        at_end = kind is inspect.Parameter.KEYWORD_ONLY
+        at = len(own) if at_end else list(sig.parameters).index(into)
         placed = [p.replace(kind=kind) for p in params]
 
         @functools.wraps(command)
@@ -186,7 +186,6 @@ class ModelChoice:
         """The choice of the stance task: it ranks its labels (no --decode) and plans no
         relation path (no --planner)."""
         return replace(self, decode=None, planner=None)
-
 
 
 DEFAULT_MODELS = ModelChoice()  # what a command declares `models` as (@model_choice fills it)
