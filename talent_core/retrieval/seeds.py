@@ -266,13 +266,15 @@ def text_seeds(
         seeds.anchor(fuzzy_ids)
     elif spans:
         # multi-word matches are specific ("Some Mother's Son"); a one-word match is often a
-        # common word that happens to be an entity (MetaQA's tag "director"): one-word
-        # matches anchor only when no longer span matched, or when the question wrote the
-        # word capitalised after its first word, as a name ("did Ridley Scott direct Alien")
+        # common word that happens to be an entity (MetaQA's tag "director", the film
+        # *Made*): one-word matches anchor only when the question wrote them capitalised
+        # after its first word, as a name ("did Ridley Scott direct Alien", "who made the
+        # movie Jaws"), or when no longer span matched and none is written so
         longest = max(n for _, n in spans)
         named = {e.id for text, i, _, hits in exact if i > 0 and text[:1].isupper()
                  for e in hits}
-        seeds.anchor([e.id for e, n in spans if n >= 2 or longest == 1 or e.id in named])
+        seeds.anchor([e.id for e, n in spans
+                      if n >= 2 or e.id in named or longest == 1 and not named])
     elif fulltext_k > 0:
         hits = store.search_names(question, fulltext_k)
         for r, e in enumerate(hits):

@@ -7,7 +7,7 @@ import pytest
 
 from talent_core.evaluation.runner import score_answer
 from talent_core.evaluation.summary import summarise
-from talent_core.models import Answer, Candidate, Entity, Link
+from talent_core.models import Answer, Candidate, Edge, Entity, Link
 from talent_core.questions import QARecord
 from talent_core.retrieval import retrieve
 from talent_core.retrieval.linking import (
@@ -130,3 +130,16 @@ def test_abstained_answer_row():
     answered.pop("not_in_kg")
     summary = summarise([row, answered])
     assert summary["abstained"] == 0.5 and summary["hit@1"] == 0.5
+
+
+def test_a_common_word_that_is_a_title_gives_way_to_a_written_name():
+    """"who made the movie Jaws": "made" is the film *Made* as well as a word; the name the
+    question writes capitalised anchors, the word does not (both did: Made's cast was in
+    the answer). With no name written so, one-word matches anchor as before."""
+    store = MemoryStore()
+    store.upsert_entities([(n, n, None) for n in ("Made", "Jaws", "Roy Scheider")])
+    store.upsert_triples([Edge(src="Jaws", rel="starred_actors", dst="Roy Scheider"),
+                          Edge(src="Made", rel="starred_actors", dst="Roy Scheider")])
+    assert text_seeds("who made the movie Jaws", store, fuzzy_link=True).anchor_ids == [
+        "Jaws"]
+    assert sorted(text_seeds("who made the movie jaws", store).anchor_ids) == ["Jaws", "Made"]
