@@ -136,6 +136,19 @@ def fill_in_background(settings: Any) -> tuple[int, Path]:
     return proc.pid, logfile
 
 
+def fill_behind(store: Any, settings: Any) -> str | None:
+    """After a load with its vectors left for later: start the fill behind
+    (`fill_in_background`) when names are left, and say so in a line for the analyst
+    (None when every name has its vector)."""
+    left, entities = vectors_left(store)
+    if not left:
+        return None
+    pid, logfile = fill_in_background(settings)
+    return (f"entity vectors: embedding {left:,} of {entities:,} names behind (pid {pid}, "
+            f"log {logfile}); answers meanwhile are the same, a little slower, and vector "
+            "linking finds only the names embedded so far")
+
+
 def run_behind() -> None:
     """This process at nice 10. It does not starve: a machine busy with other work still
     lets the fill end (SCHED_IDLE and an autogroup at nice 19 left it at 1,024 names in

@@ -134,6 +134,7 @@ class LoadJob:
 
     change: Any = None  # a Replace's summary (SourceChange)
     name: str = ""  # the source name a new load is recorded under
+    notes: list[str] = field(default_factory=list)  # e.g. the vectors' fill behind
 
     def start(self, pipe: Any, fmt: str, options: dict[str, Any]) -> None:
         def on_commit(p: Any) -> None:  # the loader's writer thread: record only
@@ -155,6 +156,11 @@ class LoadJob:
                     self.report = pipe.load(self.path, fmt, on_commit=on_commit,
                                             cancel=self.cancel.is_set, progress=False,
                                             source=self.name, **options)  # fmt: skip
+                if options.get("vectors") == "later" and not self.report.dry_run:
+                    from talent_core.loaders.vectors import fill_behind
+
+                    note = fill_behind(pipe.store, pipe.settings)
+                    self.notes += [note] if note else []
             except BaseException as e:  # shown on the page
                 self.error = e
             finally:  # the upload goes now (the rejects file once the outcome is shown)
@@ -198,6 +204,8 @@ class LoadJob:
                     {**result, "source": job["source"], "format": fmt})
                 if result.get("change"):
                     self.change = SourceChange.model_validate(result["change"])
+                self.notes += [n for n in job.get("notes") or [] if n.startswith(
+                    "entity vectors:")]
                 if job["rejects"] and self.rejects is not None:
                     self.rejects.write_bytes(client.load_rejects(job["id"]))
             except BaseException as e:  # shown on the page
@@ -276,6 +284,8 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
             st.error(plain(f"{type(error).__name__}: {error}".replace(str(job.tmp), "")))
         else:
             result_view(job.report, job.rejects, name, job.progress.get("line"), job.total)
+            for note in job.notes:
+                st.info(plain(note))
             if job.change is not None:
                 c = job.change
                 st.success(plain(f"replaced source {c.source!r}: added {c.added:,}, removed "
@@ -404,6 +414,12 @@ def page() -> None:
         limit = o3.number_input("limit rows (0: all)", min_value=0, value=0, step=1000,
                                 key="limit")
         dry_run = st.checkbox("dry run: check every row, write nothing", key="dry_run")
+        later = st.checkbox(
+            "answer at once: embed the entity names behind (talent load --vectors later)",
+            key="vectors_later", help="The graph is written first and answers at once; its "
+            "names' vectors are embedded by a background process (talent vectors), which "
+            "gives way to questions. Meanwhile answers are the same, a little slower, and "
+            "vector linking finds only the names embedded so far.")
     fmt = guessed if fmt_choice == AUTO else fmt_choice
     sources = sources_report(pipe, client) if not running else None
     replace = replace_choice(sources)
@@ -414,6 +430,8 @@ def page() -> None:
         elif upload is not None and fmt and not too_big:  # too_big: checked again here
             options: dict[str, Any] = {"on_error": on_error, "dry_run": dry_run,
                                        "limit": int(limit) or None}
+            if later:
+                options["vectors"] = "later"
             if delimiter.strip():
                 options["delimiter"] = delimiter.strip()
             if columns.strip():

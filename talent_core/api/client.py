@@ -270,13 +270,15 @@ class ApiClient:
     def start_load(self, name: str, content: bytes, fmt: str | None = None,
                    on_error: str = "fail", replace: str | None = None,
                    delimiter: str | None = None, columns: str | None = None,
-                   limit: int | None = None, dry_run: bool = False) -> dict[str, Any]:
+                   limit: int | None = None, dry_run: bool = False,
+                   vectors: str = "now") -> dict[str, Any]:
         """POST /v1/loads with the file as a multipart upload (`talent load`'s options);
         the job (poll `load`)."""
         fields = {"on_error": on_error, "format": fmt, "replace": replace,
                   "delimiter": delimiter, "columns": columns,
                   "limit": None if limit is None else str(limit),
-                  "dry_run": "true" if dry_run else None}
+                  "dry_run": "true" if dry_run else None,
+                  "vectors": vectors if vectors != "now" else None}
         body, ctype = multipart(fields, ("file", name, content))
         return self._call("POST", "/v1/loads", raw=(body, ctype))
 

@@ -255,6 +255,11 @@ class LoadJobs:
             job.rows = max(job.rows, report.rows_read)
             job.triples = max(job.triples, report.loaded)
             status = "cancelled" if report.cancelled else "done"
+            if job.options.get("vectors") == "later" and not report.dry_run:
+                from talent_core.loaders.vectors import fill_behind
+
+                note = fill_behind(self.rt.pipe.store, settings)
+                job.notes.extend([note] if note else [])
         except ApiError as e:
             error = ("load_error", e.message)
         except TalentError as e:
@@ -401,6 +406,7 @@ def start_load(request: Request, _: Write,
                columns: Annotated[str | None, Form(min_length=1)] = None,
                limit: Annotated[int | None, Form(ge=1)] = None,
                dry_run: Annotated[bool, Form()] = False,
+               vectors: Annotated[str, Form(pattern="^(now|later)$")] = "now",
                ) -> LoadJobOut:
     """Queue a load (one load at a time); poll /v1/loads/{id}. Either a multipart upload
     (``file``), or JSON ``{"path": ..., "format": ..., "on_error": ...}``: a file on the
@@ -408,13 +414,15 @@ def start_load(request: Request, _: Write,
     403). ``format``: one of `talent load`'s; omitted, guessed from the file name;
     ``replace``: a source the file replaces (`talent load --replace`; the job's result
     has the change: added / removed / unchanged); ``delimiter``, ``columns``, ``limit``,
-    ``dry_run``: `talent load`'s options. The job's ``notes`` say what the client should
-    know (the name an upload was recorded under, a source it adds to)."""
+    ``dry_run``, ``vectors``: `talent load`'s options (``later``: the store answers once
+    the graph is in; the names are embedded behind it by a `talent vectors` process the
+    job starts). The job's ``notes`` say what the client should know (the name an upload
+    was recorded under, a source it adds to, the fill behind)."""
     rt = request.app.state.runtime
     settings = rt.settings
     replaced = by_path.replace if by_path is not None else replace
     options = (by_path.options() if by_path is not None
-               else load_options(delimiter, columns, limit, dry_run))
+               else load_options(delimiter, columns, limit, dry_run, vectors))
     if replaced is not None and options.get("dry_run"):
         raise ApiError(422, "dry_run: a replace cannot be a dry run", field="dry_run")
     if replaced is not None:  # an unknown source is refused now, not in the job

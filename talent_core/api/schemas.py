@@ -71,17 +71,22 @@ class PathLoadRequest(_Strict):
                                 "columns hold head, relation, tail (`--columns`)")
     limit: int | None = Field(None, ge=1, description="load only the first N rows")
     dry_run: bool = Field(False, description="check every row, write nothing")
+    vectors: Literal["now", "later"] = Field(
+        "now", description="`later`: the graph first, answering at once; its entities' "
+        "vectors are embedded behind it (`talent load --vectors later`, `talent vectors`)")
 
     def options(self) -> dict[str, Any]:
-        """The `talent load` options given (delimiter, columns, limit, dry_run)."""
-        return load_options(self.delimiter, self.columns, self.limit, self.dry_run)
+        """The `talent load` options given (delimiter, columns, limit, dry_run, vectors)."""
+        return load_options(self.delimiter, self.columns, self.limit, self.dry_run,
+                            self.vectors)
 
 
 def load_options(delimiter: str | None, columns: str | None, limit: int | None,
-                 dry_run: bool) -> dict[str, Any]:
+                 dry_run: bool, vectors: str = "now") -> dict[str, Any]:
     """The loader options a load request gave (those left out keep `talent load`'s
     defaults)."""
-    given = {"delimiter": delimiter, "columns": columns, "limit": limit}
+    given = {"delimiter": delimiter, "columns": columns, "limit": limit,
+             "vectors": vectors if vectors != "now" else None}
     return {**{k: v for k, v in given.items() if v is not None},
             **({"dry_run": True} if dry_run else {})}
 

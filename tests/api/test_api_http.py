@@ -490,3 +490,39 @@ def test_chat_reads_a_follow_up_from_the_messages(client, api_keys):
     assert {e["id"] for e in out["talent"]["reading"]["entities"]} == {"The Matrix",
                                                                       "John Wick"}
     assert "(reading 'them' as the 2 answers above)" in out["choices"][0]["message"]["content"]
+
+
+def test_a_load_with_its_vectors_later_answers_at_once_and_starts_the_fill(
+        client, api_keys, monkeypatch):
+    """`vectors=later` (the Load page's "answer at once"): the graph is written without its
+    names' vectors, the job starts the fill behind and says so in its notes; a bad value is
+    a 422 naming the field."""
+    import talent_core.loaders.vectors as vectors
+
+    started: list[object] = []
+    monkeypatch.setattr(vectors, "fill_in_background",
+                        lambda settings: (started.append(settings) or 4242,
+                                          Path("vectors.log")))
+    w, h = auth(api_keys["write"]), auth(api_keys["read"])
+    before = client.get("/v1/stats", headers=h).json()
+    rows = "head\trelation\ttail\n" + "".join(
+        f"Later Film {i}\tdirected_by\tLater Person {i}\n" for i in range(5))
+    r = client.post("/v1/loads", headers=w, files={"file": ("later_kb.txt", rows.encode())},
+                    data={"format": "triples", "vectors": "later"})
+    assert r.status_code == 202, r.text
+    job, deadline = r.json(), time.time() + 60
+    while job["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.05)
+        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    assert job["status"] == "done" and job["result"]["loaded"] == 5, job.get("error")
+    after = client.get("/v1/stats", headers=h).json()
+    assert after["entities"] == before["entities"] + 10
+    assert after["entities_with_embedding"] == before["entities_with_embedding"]
+    assert len(started) == 1
+    assert any(n.startswith("entity vectors: embedding 10 of") and "pid 4242" in n
+               for n in job["notes"]), job["notes"]
+    r = client.post("/v1/loads", headers=w, files={"file": ("x.txt", rows.encode())},
+                    data={"format": "triples", "vectors": "soon"})
+    assert error_of(r, 422)["field"] == "vectors"
+    assert client.delete("/v1/sources/later_kb.txt", headers=w).status_code == 200
+    assert client.get("/v1/stats", headers=h).json() == before

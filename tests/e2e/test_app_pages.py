@@ -199,6 +199,34 @@ def test_load_good_file_fills_the_store(empty_store):
     assert metrics["rejected"] == "0"
 
 
+def test_load_answering_at_once_leaves_the_vectors_to_the_fill_behind(empty_store,
+                                                                      monkeypatch):
+    """"answer at once": the graph is written without its names' vectors, the fill behind
+    starts (stood in for here) and the page says so."""
+    import talent_core.loaders.vectors as vectors
+    from talent_core.config import get_settings
+    from talent_core.store import open_store
+
+    started: list[object] = []
+    monkeypatch.setattr(vectors, "fill_in_background",
+                        lambda settings: (started.append(settings) or 77, Path("v.log")))
+    at = _app()
+    at.switch_page("views/load.py")
+    at.run()
+    at.checkbox(key="vectors_later").check()
+    _load(at, "kb.txt", (FIXTURES / "metaqa" / "kb.txt").read_bytes())
+    assert not at.error, [e.value for e in at.error]
+    assert len(started) == 1
+    notes = [i.value.replace("\\", "") for i in at.info]
+    assert any("entity vectors: embedding" in n and "pid 77" in n for n in notes), notes
+    store = open_store(get_settings())
+    try:
+        stats = store.stats()
+        assert stats.entities > 0 and stats.entities_with_embedding == 0
+    finally:
+        store.close()
+
+
 def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
     at = _page("views/evaluate.py")
     at.radio(key="eval_src").set_value("upload a question file")
