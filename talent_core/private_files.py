@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import stat
 import tempfile
@@ -53,35 +52,17 @@ def read_private(path: Path, what: str, error: type[Exception],
 def locked(folder: Path, lock_name: str, what: str, error: type[Exception],
            wait: bool = True) -> Iterator[Path]:
     """The real path of the data dir ``folder`` (checked as every command checks it, created
-    0700 when absent) with the exclusive lock on
-    ``folder/lock_name`` held: one change at a time across processes and threads (each
-    holder opens the lock file itself). ``wait=False``: ``error`` at once when another
-    holder has it."""
-    from talent_core.store._common import ensure_data_dir
+    0700 when absent) with the exclusive lock on ``folder/lock_name`` held (`flocked`): one
+    change at a time across processes and threads (each holder opens the lock file itself).
+    ``wait=False``: ``error`` at once when another holder has it."""
+    from talent_core.store._common import ensure_data_dir, flocked
 
     try:
         real = ensure_data_dir(folder)
     except OSError as e:
         raise error(f"{folder}: cannot create the data dir ({e.strerror})") from None
-    lock = real / lock_name
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError as e:
-        why = "a symlink" if e.errno == errno.ELOOP else e.strerror
-        raise error(f"{lock}: cannot open the {what} lock ({why})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            raise error(f"{lock}: not a regular file of this user; remove it")
-        if st.st_mode & 0o077:
-            os.fchmod(fd, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))  # until fd closes
-        except BlockingIOError:
-            raise error(f"{lock}: another process holds the {what} lock now") from None
+    with flocked(real / lock_name, what, error, wait=wait):
         yield real
-    finally:
-        os.close(fd)
 
 
 def write_atomic(path: Path, body: bytes, what: str, error: type[Exception]) -> None:

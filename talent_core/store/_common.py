@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,37 @@ def job_dir(store: Any, settings: Any) -> Path:
 
 
 @contextlib.contextmanager
+def flocked(lock: Path, what: str, error: type[Exception], *, shared: bool = False,
+            wait: bool = True, busy: Callable[[int], str] | None = None) -> Iterator[int]:
+    """Hold flock() on the lock file ``lock`` until the block ends (or the process does,
+    however it ends). The file is created 0600, never opened through a symlink, and refused
+    unless it is this user's regular file. ``shared``: beside other shared holders;
+    ``wait=False``: ``error`` at once when another holds it, saying ``busy(fd)`` (it may
+    read who holds it). Yields the fd (a holder may write who it is). The one lock of every
+    data-dir lock file: keys, conversations, the job lock, the vector fill, training."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        why = "a symlink" if e.errno == errno.ELOOP else e.strerror
+        raise error(f"{lock}: cannot open the {what} lock ({why})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise error(f"{lock}: not a regular file of this user; remove it")
+        if st.st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+                        | (0 if wait else fcntl.LOCK_NB))  # held until fd closes
+        except BlockingIOError:
+            raise error(busy(fd) if busy else
+                        f"{lock}: another process holds the {what} lock now") from None
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
 def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[None]:
     """Hold the data dir's job lock while a load (``shared``: loads may run together, their
     MERGEs are exact) or an unload / replace (exclusive: its sweeps would delete what a load
@@ -68,17 +101,15 @@ def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[N
     if key in held:
         yield
         return
+
+    def busy(fd: int) -> str:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another job"
+        return (f"{key}: {holder} is running on this store; run this after it ends "
+                "(loads may run together; an unload or replace runs alone)")
+
     make_private_dirs(Path(key))
-    fd = os.open(Path(key) / JOB_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another job"
-            raise StoreBusyError(
-                f"{key}: {holder} is running on this store; run this after it ends "
-                "(loads may run together; an unload or replace runs alone)"
-            ) from None
+    with flocked(Path(key) / JOB_LOCK_NAME, "job", StoreBusyError, shared=shared, wait=False,
+                 busy=busy) as fd:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} ({what})".encode(), 0)
         held.add(key)
@@ -88,8 +119,6 @@ def exclusive_job(data_dir: Path, what: str, shared: bool = False) -> Iterator[N
             held.discard(key)
             if not shared:
                 os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)  # releases the lock
 
 
 ANSWERING_LOCK_NAME = "answering.lock"

@@ -17,9 +17,7 @@ path), or questions written from a loaded store's own paths (`planning.self_trai
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import random
 import re
 import resource
@@ -43,6 +41,7 @@ from talent_core.planning.matcher import (
 from talent_core.planning.paths import PathT
 from talent_core.questions import parse_question
 from talent_core.retrieval.relations import strip_mentions
+from talent_core.store._common import flocked
 
 log = logging.getLogger(__name__)
 
@@ -406,14 +405,7 @@ def exclusive(output: Path) -> Iterator[None]:
     """Hold ``output``'s training lock (a file beside it, flock()ed: released when the
     process ends, however it ends); `TrainingBusyError` when another holds it."""
     output.parent.mkdir(parents=True, exist_ok=True)
-    lock = output.parent / f"{LOCK_FILE}.{output.name}"
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TrainingBusyError(f"{output}: another `talent train planner --self` is "
-                                    "adapting this matcher now; wait for it to end") from None
+    with flocked(output.parent / f"{LOCK_FILE}.{output.name}", "training", TrainingBusyError,
+                 wait=False, busy=lambda _: f"{output}: another `talent train planner "
+                 "--self` is adapting this matcher now; wait for it to end"):
         yield
-    finally:
-        os.close(fd)
