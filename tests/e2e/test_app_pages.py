@@ -143,6 +143,34 @@ def test_explore_finds_an_entity_shows_its_neighbourhood_and_carries_it_to_ask(u
     assert any("carried from Explore" in i.value for i in at.info)
 
 
+def test_explore_says_what_an_expansion_added(use_toy, monkeypatch):
+    """A double-click (the component stood in for): on the centre, whose neighbours are all
+    drawn, the page says so (it said "N nodes/edges added" with nothing new on screen); on a
+    neighbour, how many of its neighbours were added."""
+    import talent_core.ui.common as common
+
+    click: list[str] = []  # the node the next draw reports double-clicked (once)
+    stamp = iter(range(1, 100))
+
+    def fake(elements, **kw):
+        want = click.pop() if click else None
+        ids = [n["data"]["id"] for n in elements["nodes"] if n["data"]["kg_id"] == want]
+        return {"action": "expand", "node": ids[0], "timestamp": next(stamp)} if ids else None
+
+    monkeypatch.setattr(common, "_component", fake)
+    at = explore("Gravity")
+    _ok(at)
+    click.append("Gravity")
+    at.run()  # the click on the centre, and the rerun it asks for
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert any(c.startswith("every neighbour of the node you opened is drawn already")
+               for c in captions), captions
+    click.append("Alfonso Cuarón")
+    at.run()  # a click on a neighbour
+    notes = [c.value.replace("\\", "") for c in at.caption if "added around" in c.value]
+    assert notes and int(notes[0].split()[0]) > 0, [c.value for c in at.caption]
+
+
 @pytest.fixture
 def empty_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh, empty embedded store of its own (the Load tests write)."""
