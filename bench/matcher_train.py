@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--split", type=Path, default=Path(".talent/exp2"))
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--rank", type=int, default=16, help="LoRA rank")
+    ap.add_argument("--alpha", type=float, default=32.0, help="LoRA alpha")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     recs = read_path_labels(a.shared / "webqsp-train" / "train.jsonl")
@@ -51,7 +53,8 @@ def main() -> None:
     val = {"wq": wq_val, "mq": mq_val, "both": wq_val + mq_val}[a.data]
     t0 = time.time()
     meta = fit_matcher(pairs, a.output, name=f"{a.data}", base_model="minilm",
-                       settings=FitSettings(epochs=a.epochs, threads=a.threads), val=val,
+                       settings=FitSettings(epochs=a.epochs, threads=a.threads, rank=a.rank,
+                                            alpha=a.alpha), val=val,
                        trained_on={"data": a.data},
                        progress=lambda s, n, loss: logging.info("step %d/%d loss %.3f", s, n,
                                                                 loss) if s % 20 == 0 else None)

@@ -293,6 +293,9 @@ def train_planner(
     epochs: Annotated[int | None, typer.Option(min=1, help="(default 2; --self 1)")] = None,
     lr: Annotated[float | None, typer.Option(min=0.0, help="learning rate (default 3e-4; "
                                              "--self 1e-4)")] = None,
+    rank: Annotated[int, typer.Option(min=1, help="LoRA rank of a fresh matcher")] = 16,
+    alpha: Annotated[float, typer.Option(min=0.0, help="LoRA alpha of a fresh matcher")
+                     ] = 32.0,
     name: Annotated[str | None, typer.Option(help="the matcher's name (default: the output "
                                              "directory's)")] = None,
     verbose: Verbose = False,
@@ -319,7 +322,8 @@ def train_planner(
         pairs, val_pairs = matcher_training.read_pairs(questions, metaqa_types, val or [])
         meta = matcher_training.fit_matcher(
             pairs, output, name=name or output.name, base_model=settings.embedding_model,
-            settings=matcher_training.FitSettings(epochs=epochs or 2, lr=lr or 3e-4),
+            settings=matcher_training.FitSettings(epochs=epochs or 2, lr=lr or 3e-4,
+                                                  rank=rank, alpha=alpha),
             val=val_pairs,
             trained_on={"files": [p.name for p in questions]}, init=start,
             progress=matcher_training.log_progress)

@@ -64,7 +64,8 @@ def ask_args(tiny: str, question: str = "when was [Gravity] released") -> tuple[
 def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
     out_dir = tmp_path / "toymatcher"
     labels = write_labels(tmp_path / "labels.jsonl")
-    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1")
+    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1",
+            "--rank", "8", "--alpha", "16")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["matcher"] == str(out_dir)
@@ -74,6 +75,7 @@ def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
     assert summary["validation"]["questions"] == 2
     meta = json.loads((out_dir / "matcher.json").read_text())
     assert meta["format"] == "talent-path-matcher/1" and meta["name"] == "toymatcher"
+    assert (meta["lora_rank"], meta["lora_alpha"]) == (8, 16.0)
     assert meta["base_model"] == store_embedding_model() == "minilm"
     assert (out_dir / meta["lora"]).is_file() and meta["lora"].startswith("lora-")
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(["matcher.json", meta["lora"]])
