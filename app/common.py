@@ -124,16 +124,8 @@ def legend(roles: Iterable[str] | None = None,
 
 
 FRONTEND = Path(__file__).resolve().parent / "graph_frontend"
-_component = None
-
-
-def _graph_component() -> Callable[..., Any]:
-    """The evidence graph component (`graph_frontend/`: Cytoscape.js, no build step),
-    declared once per process."""
-    global _component
-    if _component is None:
-        _component = components.declare_component("talent_graph", path=str(FRONTEND))
-    return _component
+# the evidence graph component (`graph_frontend/`: Cytoscape.js, no build step)
+_component = components.declare_component("talent_graph", path=str(FRONTEND))
 
 
 def graph(elements: dict[str, Any], key: str, height: int = 680,
@@ -143,7 +135,7 @@ def graph(elements: dict[str, Any], key: str, height: int = 680,
     per click, else None (also for an id the map does not hold, or a name not in the KG).
     ``texts``: the page's own words for a role, in the node panel as in its legend."""
     laid, font = layered(elements, height_px=height)
-    value = _graph_component()(
+    value = _component(
         elements=laid, font=round(font, 1), label_width=round(0.9 * COLUMN_GAP),
         roles={r: {"colour": c, "text": (texts or {}).get(r, t)} for r, c, t in ROLES},
         groups={g: {"colour": c, "text": _EDGE_TEXT[g]} for g, c in EDGE_GROUPS},

@@ -43,6 +43,8 @@ for p in (ROOT, ROOT / "bench"):
 
 from benchio import busy_processes, load_average, wait_for_fill, write_json_atomic
 
+from talent_core.api.process import wait_up
+
 QUESTION = "which movies did Tom Hanks star in"
 
 
@@ -75,6 +77,15 @@ def main(argv=None) -> int:
     return 0
 
 
+def serves(url: str) -> bool:
+    """Whether something answers HTTP at ``url`` (the UI's page)."""
+    try:
+        urllib.request.urlopen(url, timeout=2).read(1)
+        return True
+    except OSError:
+        return False
+
+
 def browser(args) -> dict:
     """`make demo` in ``args.browser`` timed to the first answer in a real browser."""
     repo: Path = args.browser
@@ -90,14 +101,9 @@ def browser(args) -> dict:
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{args.port}"
-        while True:
-            if demo.poll() is not None:
-                raise SystemExit(f"make demo ended ({demo.returncode}): {tmp / 'demo.log'}")
-            try:
-                urllib.request.urlopen(url, timeout=2).read(1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        if not wait_up(demo, lambda: serves(url), timeout=3600, interval=0.5):
+            raise SystemExit(f"make demo ended ({demo.poll()}) or served nothing in an hour: "
+                             f"{tmp / 'demo.log'}")
         out["ui_up_s"] = round(time.perf_counter() - t0, 1)
         shots = args.out.with_suffix("")
         r = subprocess.run([sys.executable, str(ROOT / "bench" / "ui_screenshots.py"), "--url",

@@ -136,6 +136,9 @@ def fill_in_background(settings: Any) -> tuple[int, Path]:
     return proc.pid, logfile
 
 
+FILL_NOTE = "entity vectors:"  # how `fill_behind`'s line starts (the Load page shows it)
+
+
 def fill_behind(store: Any, settings: Any) -> str | None:
     """After a load with its vectors left for later: start the fill behind
     (`fill_in_background`) when names are left, and say so in a line for the analyst
@@ -144,7 +147,7 @@ def fill_behind(store: Any, settings: Any) -> str | None:
     if not left:
         return None
     pid, logfile = fill_in_background(settings)
-    return (f"entity vectors: embedding {left:,} of {entities:,} names behind (pid {pid}, "
+    return (f"{FILL_NOTE} embedding {left:,} of {entities:,} names behind (pid {pid}, "
             f"log {logfile}); answers meanwhile are the same, a little slower, and vector "
             "linking finds only the names embedded so far")
 

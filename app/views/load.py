@@ -204,8 +204,9 @@ class LoadJob:
                     {**result, "source": job["source"], "format": fmt})
                 if result.get("change"):
                     self.change = SourceChange.model_validate(result["change"])
-                self.notes += [n for n in job.get("notes") or [] if n.startswith(
-                    "entity vectors:")]
+                from talent_core.loaders.vectors import FILL_NOTE
+
+                self.notes += [n for n in job.get("notes") or [] if n.startswith(FILL_NOTE)]
                 if job["rejects"] and self.rejects is not None:
                     self.rejects.write_bytes(client.load_rejects(job["id"]))
             except BaseException as e:  # shown on the page

@@ -63,8 +63,9 @@ def flocked(lock: Path, what: str, error: type[Exception], *, shared: bool = Fal
     however it ends). The file is created 0600, never opened through a symlink, and refused
     unless it is this user's regular file. ``shared``: beside other shared holders;
     ``wait=False``: ``error`` at once when another holds it, saying ``busy(fd)`` (it may
-    read who holds it). Yields the fd (a holder may write who it is). The one lock of every
-    data-dir lock file: keys, conversations, the job lock, the vector fill, training."""
+    read who holds it). Yields the fd (a holder may write who it is). The lock of the
+    data dir's lock files: keys, conversations, the job lock, the vector fill, training
+    (not `answering`'s signal, which must never fail or hold up an answer)."""
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as e:
