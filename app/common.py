@@ -96,7 +96,7 @@ def edge_groups_present(els: dict[str, Any]) -> list[str]:
 
 
 _EDGE_TEXT = {"EVIDENCE": "evidence path", "JOIN": "out-of-candidate joined to S",
-              "S": "S", "EXPANDED": "added by a click"}
+              "S": "in the candidate subgraph S", "EXPANDED": "added by a click"}
 
 
 def legend(roles: Iterable[str] | None = None,
@@ -133,12 +133,14 @@ def graph(elements: dict[str, Any], key: str, height: int = 680,
     """Draw ``elements`` (ids from ``graph_ids(key)``) laid out by `kg.layered`; returns the
     KG id of a node the analyst asked to expand (double-click, or the panel's button) once
     per click, else None (also for an id the map does not hold, or a name not in the KG).
-    ``texts``: the page's own words for a role, in the node panel as in its legend."""
+    ``texts``: the page's own words for a role or an edge group, in the panel as in its
+    legend."""
     laid, font = layered(elements, height_px=height)
     value = _component(
         elements=laid, font=round(font, 1), label_width=round(0.9 * COLUMN_GAP),
         roles={r: {"colour": c, "text": (texts or {}).get(r, t)} for r, c, t in ROLES},
-        groups={g: {"colour": c, "text": _EDGE_TEXT[g]} for g, c in EDGE_GROUPS},
+        groups={g: {"colour": c, "text": (texts or {}).get(g, _EDGE_TEXT[g])}
+                for g, c in EDGE_GROUPS},
         height=height, key=key, default=None)
     if not isinstance(value, dict) or value.get("action") != "expand":
         return None

@@ -36,7 +36,8 @@ ROLES: list[tuple[str, str, str]] = [
 ROLE_COLOUR = {r: c for r, c, _ in ROLES}
 # Explore's words for the roles it draws (it retrieves nothing: its centre is no "seed")
 EXPLORE_LEGEND = {"seed": "the entity you opened", "candidate": "its neighbours",
-                  "expanded": "neighbour added by a double-click"}
+                  "expanded": "neighbour added by a double-click",
+                  "S": "an edge of the KG"}  # an edge group: its panel's words
 EDGE_GROUPS: list[tuple[str, str]] = [("S", "#b0b0b0"), ("EVIDENCE", "#ff7f0e"),
                                       ("JOIN", "#9467bd"), ("EXPANDED", "#c9b38a")]
 

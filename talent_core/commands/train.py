@@ -306,6 +306,8 @@ def train_planner(
     from talent_core.training import matcher as matcher_training
 
     setup_logging(verbose)
+    if alpha <= 0 or (lr is not None and lr <= 0):  # 0 would train nothing (or be the default)
+        raise fail(f"--alpha and --lr must be above 0 (got alpha {alpha}, lr {lr})")
     settings = get_settings()
     if self_:
         if questions:

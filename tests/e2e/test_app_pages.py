@@ -171,6 +171,35 @@ def test_explore_says_what_an_expansion_added(use_toy, monkeypatch):
     assert notes and int(notes[0].split()[0]) > 0, [c.value for c in at.caption]
 
 
+def test_ask_says_what_an_expansion_added(use_toy, monkeypatch):
+    """Ask's graph, a double-click (the component stood in for): the toast counts the
+    neighbours added to the drawing (it counted nodes/edges of the extra set, drawn or not);
+    the same node again says every neighbour is drawn already."""
+    import talent_core.ui.common as common
+
+    click: list[str] = []
+    stamp = iter(range(1, 100))
+
+    def fake(elements, **kw):
+        want = click.pop() if click else None
+        ids = [n["data"]["id"] for n in elements["nodes"] if n["data"]["kg_id"] == want]
+        return {"action": "expand", "node": ids[0], "timestamp": next(stamp)} if ids else None
+
+    monkeypatch.setattr(common, "_component", fake)
+    at = ask(_app(), "who directed [Gravity]", "retrieval")
+    _ok(at)
+    click.append("Alfonso Cuarón")
+    at.run()
+    toasts = [t.value.replace("\\", "") for t in at.toast]
+    assert toasts and "neighbour(s) added around" in toasts[-1], toasts
+    assert int(toasts[-1].split()[0]) > 0
+    click.append("Alfonso Cuarón")
+    at.run()
+    toasts = [t.value.replace("\\", "") for t in at.toast]
+    assert toasts[-1].startswith("every neighbour of the node you opened is drawn already"), \
+        toasts
+
+
 @pytest.fixture
 def empty_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fresh, empty embedded store of its own (the Load tests write)."""

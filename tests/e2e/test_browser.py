@@ -540,6 +540,7 @@ def _audit(d, where: str, texts: list[str]) -> list[dict]:
         else:
             assert el["title"] == data["rel"], (where, el)
             assert [rows["from"], rows["to"]] == el["ends"], (where, el)
+            assert rows["edge"] not in ("", data["group"]), (where, el)  # words, not a code
         shown |= {el["title"], *rows.values()}
     for t in texts:
         assert any(t in v for v in shown), (where, t, sorted(shown))

@@ -133,6 +133,10 @@ def test_train_planner_refuses_bad_arguments(use_toy, tmp_path):
     assert r.exit_code == 2 and "--output" in r.output
     r = run("train", "planner", str(labels), "--self")
     assert r.exit_code == 2 and "give no QUESTIONS" in r.output
+    for bad_opt in (("--alpha", "0"), ("--lr", "0")):  # 0: nothing learnt, or the default
+        r = run("train", "planner", str(labels), "-o", str(tmp_path / "p"), *bad_opt)
+        assert r.exit_code == 2 and "must be above 0" in r.output, r.output
+        assert not (tmp_path / "p").exists()
     # a MetaQA question file is typed by MetaQA's own qtype files
     q = FIXTURES / "qa_1hop.txt"
     r = run("train", "planner", str(q), "-o", str(tmp_path / "p"))
@@ -158,6 +162,16 @@ def test_train_planner_on_typed_metaqa_files_refuses_overlapping_validation(use_
             "-o", str(tmp_path / "p"))
     assert r.exit_code == 2 and "also occur in the training files" in r.output
     assert not (tmp_path / "p").exists()
+    # disjoint lines whose templates repeat once the topic is removed are no overlap
+    from talent_core.training.matcher import read_pairs
+
+    lines = (FIXTURES / "qa_1hop.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(lines[::2]), encoding="utf-8")
+    b.write_text("".join(lines[1::2]), encoding="utf-8")
+    train, val = read_pairs([a], types, [b])
+    assert {p.text for p in train} & {p.text for p in val}  # shared templates
+    assert len(train) + len(val) == len(lines)
 
 
 def test_zero_shot_planner_plans_from_the_anchors_own_relations(use_toy, tiny):
