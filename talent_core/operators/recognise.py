@@ -51,6 +51,7 @@ _YES_NO = re.compile(r"^\s*(did|does|do|is|was|were|are|has|have|had)\b", re.I)
 _AUX = {"did", "does", "do", "is", "was", "were", "are", "has", "have", "had", "been", "be",
         "that", "which", "who", "get", "got"}
 _BRACKETS = re.compile(r"\[[^\]]*\]")
+_DO = re.compile(r"\b(did|does|do)\b", re.I)
 
 
 def _masked(question: str) -> str:
@@ -101,8 +102,15 @@ def recognise(question: str) -> Operation | None:
     found = _FILTER.search(masked)
     if found:
         start = _clause_start(masked, found.start())
-        return Operation(question=asked, op="filter", base=_cut(question, start, found.end()),
-                         cue=found.group().strip(), clause=_clause(masked[start:found.start()]),
+        clause = _clause(masked[start:found.start()])
+        # "which movies did [X] direct after 1992": the verb after a do-question's subject
+        # is the question's own ("did X direct"), kept in what is planned; a clause of its
+        # own ("starring [X] were released after 2000") is not
+        main_verb = (_DO.search(masked[:start]) is not None and clause
+                     and masked[start:found.start()].split()[0].lower() not in _AUX)
+        cut = found.start() if main_verb else start
+        return Operation(question=asked, op="filter", base=_cut(question, cut, found.end()),
+                         cue=found.group().strip(), clause=clause,
                          comparator=_COMPARATORS[found.group(1).lower()],
                          value=found.group(2))
     comparative = _COMPARATIVE.search(masked)

@@ -29,6 +29,7 @@ LISTED = 50  # names of the plain list kept in a result
 SAMPLE = 50  # members read to tell which relations have comparable values
 SHOWN = 10  # ids of a list parameter shown in the evidence
 CLOSE = 0.05  # two value relations within this cosine of each other: unsure
+READINGS = 3  # planned paths a filter or superlative may read (the first whose members compare)
 
 
 @dataclass
@@ -63,7 +64,7 @@ def apply(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate:
                                   else set())
     if op.op == "count":
         return _count(op, store, planner, candidate, plan, rels, members, plain)
-    return _by_value(op, store, planner, rels, members, plain)
+    return _by_value(op, store, planner, _readings_with_values(plan, rels, members), plain)
 
 
 def answered_in_store(candidate: Candidate) -> bool:
@@ -183,17 +184,43 @@ def _names(store: GraphReader, ids: Sequence[str]) -> dict[str, str]:
     return {e.id: e.name for e in store.entities_by_id(list(ids))}
 
 
-def _by_value(op: Operation, store: GraphReader, planner: MatcherPlanner, rels: list[str],
-              members: list[str], plain: PlainSet) -> OperationResult:
-    """A filter or a superlative over the members."""
+def _readings_with_values(plan: Plan, rels: list[str], members: list[str]
+                          ) -> list[tuple[list[str], list[str]]]:
+    """The sets a filter or superlative may read: the plain answer's path and members
+    first, then the plan's other paths (likeliest first, at most ``READINGS`` in all)."""
+    out = [(rels, members)]
+    for pp in plan.paths:
+        if len(out) >= READINGS:
+            break
+        if list(pp.rels) != rels and not plan.joint:
+            out.append((list(pp.rels), sorted(plan.ends.get(pp.text, set()))))
+    return out
+
+
+def _by_value(op: Operation, store: GraphReader, planner: MatcherPlanner,
+              readings: list[tuple[list[str], list[str]]], plain: PlainSet) -> OperationResult:
+    """A filter or a superlative over the members of the first reading whose members hold
+    values that compare (numbers or dates): a set of people read for "films released
+    before 2010" holds no year, the next reading's films do (said in the notice)."""
+    rels, members = readings[0]
     out = OperationResult(op=op.op, answer_type="entities", path=path_text(rels) or None,
                           members=len(members), listed=plain.names[:LISTED])
     if not members:
         out.notice = "the planned set is empty: nothing to " + (
             "filter" if op.op == "filter" else "compare")
         return out
-    rel, out.notice = _value_relation(store, planner, members,
-                                      f"{op.clause} {op.cue}".strip())
+    text = f"{op.clause} {op.cue}".strip()
+    rel, out.notice = _value_relation(store, planner, members, text)
+    for other, ids in readings[1:] if rel is None else []:
+        rel, notice = _value_relation(store, planner, ids, text) if ids else (None, None)
+        if rel is not None:
+            out.notice = "; ".join(x for x in (
+                f"the planned set ('{path_text(rels)}') holds no numbers or dates to "
+                f"compare: read '{path_text(other)}', the plan's next reading whose members "
+                "do", notice) if x)
+            rels, members = other, ids
+            out.path, out.members = path_text(rels), len(members)
+            break
     if rel is None:
         return out
     out.relation = rel

@@ -81,6 +81,11 @@ def films_plan(store, person: str) -> tuple[Plan, PlainSet]:
     ("which films directed by [X] came out before 1990", "filter",
      {"clause": "came out", "comparator": "lt", "value": "1990"}),
     ("name the films directed by [X] released since 1990", "filter", {"comparator": "ge"}),
+    # the verb after a do-question's subject is the question's own: planned, not cut
+    ("which movies did [Ringo Lam] direct after 1992", "filter",
+     {"base": "which movies did [Ringo Lam] direct", "clause": "direct", "value": "1992"}),
+    ("which films did Tom Hanks star in after 2000", "filter",
+     {"base": "which films did Tom Hanks star in", "comparator": "gt"}),
     ("what is the latest movie directed by [Steven Spielberg]", "superlative",
      {"base": "what is the movie directed by [Steven Spielberg]", "most": True}),
     ("which is the earliest film starring [Tom Hanks]", "superlative", {"most": False}),
@@ -197,6 +202,28 @@ def test_no_comparable_relation_says_so(store, planner):
                 PlainSet(["Roy Scheider"], ["Roy Scheider"], "starred_actors"))
     assert got.answer == [] and got.relation is None
     assert "no relation" in got.notice
+
+
+def test_a_set_without_values_gives_way_to_the_plans_next_reading(store, planner):
+    """"films with [X] released before 1990" planned as X's co-actors (people: no year):
+    the filter reads the plan's next path whose members hold years, and says so."""
+    op = recognise("what films with [Roy Scheider] were released before 1990")
+    people = {"Daniel Day-Lewis", "Dustin Hoffman"}
+    plan = Plan(paths=[PlannedPath(rels=["starred_actors", "starred_actors"], prob=0.6),
+                       PlannedPath(rels=["starred_actors"], prob=0.4)],
+                ends={"starred_actors > starred_actors": people,
+                      "starred_actors": {"Jaws"}})
+    got = apply(op, store, planner, cand(op.base, "Roy Scheider"), plan,
+                PlainSet(sorted(people), sorted(people), "starred_actors > starred_actors"))
+    assert got.answer == ["Jaws"] and got.relation == "release_year"
+    assert got.path == "starred_actors" and got.members == 1
+    assert "next reading" in got.notice and "'starred_actors > starred_actors'" in got.notice
+    assert got.listed == sorted(people)  # the plain list is still shown
+    # a plan whose readings all lack values keeps saying so
+    plan.ends["starred_actors"] = {"Dustin Hoffman"}
+    got = apply(op, store, planner, cand(op.base, "Roy Scheider"), plan,
+                PlainSet(sorted(people), sorted(people), "starred_actors > starred_actors"))
+    assert got.answer == [] and got.relation is None and "no relation" in got.notice
 
 
 def test_compare_two_entities_by_value(store, planner):
