@@ -157,12 +157,11 @@ class LoadJob:
                                             cancel=self.cancel.is_set, progress=False,
                                             source=self.name, **options)  # fmt: skip
                 if options.get("vectors") == "later" and not self.report.dry_run:
-                    from talent_core.loaders.vectors import fill_behind
-
-                    note = fill_behind(pipe.store, pipe.settings)
-                    self.notes += [note] if note else []
+                    self._fill_behind(pipe)
             except BaseException as e:  # shown on the page
                 self.error = e
+                if options.get("vectors") == "later" and self.progress.get("triples"):
+                    self._fill_behind(pipe)  # the batches committed before the failure stay
             finally:  # the upload goes now (the rejects file once the outcome is shown)
                 self.path.unlink(missing_ok=True)
             self.seconds = time.perf_counter() - self.t0
@@ -170,6 +169,16 @@ class LoadJob:
         self.thread = threading.Thread(target=run, daemon=True, name="ui-load")
         self.thread.start()
 
+
+    def _fill_behind(self, pipe: Any) -> None:
+        """Start `talent vectors` behind a load that left its names' vectors for later."""
+        from talent_core.loaders.vectors import fill_behind
+
+        try:
+            note = fill_behind(pipe.store, pipe.settings)
+        except Exception as e:  # the load's outcome stands; the sidebar shows what is left
+            note = f"entity vectors: the fill behind did not start ({e}); run talent vectors"
+        self.notes += [note] if note else []
 
     def start_remote(self, client: ApiClient, content: bytes, fmt: str,
                      options: dict[str, Any]) -> None:
@@ -283,6 +292,9 @@ def follow_load(pipe: Any, job: LoadJob, caption: bool) -> None:
             st.error(plain(str(error)))
         elif error is not None:
             st.error(plain(f"{type(error).__name__}: {error}".replace(str(job.tmp), "")))
+        if error is not None:  # a failed load's committed batches get their fill too
+            for note in job.notes:
+                st.info(plain(note))
         else:
             result_view(job.report, job.rejects, name, job.progress.get("line"), job.total)
             for note in job.notes:

@@ -256,10 +256,7 @@ class LoadJobs:
             job.triples = max(job.triples, report.loaded)
             status = "cancelled" if report.cancelled else "done"
             if job.options.get("vectors") == "later" and not report.dry_run:
-                from talent_core.loaders.vectors import fill_behind
-
-                note = fill_behind(self.rt.pipe.store, settings)
-                job.notes.extend([note] if note else [])
+                self._fill_behind(job)
         except ApiError as e:
             error = ("load_error", e.message)
         except TalentError as e:
@@ -268,6 +265,8 @@ class LoadJobs:
             log.exception("load job %s failed", job.id)
             error = ("internal", f"{type(e).__name__}: {e}")
         finally:
+            if error is not None and job.options.get("vectors") == "later" and job.triples:
+                self._fill_behind(job)  # the batches committed before the failure stay
             job.seconds = time.perf_counter() - job.t0
             if job.rejects is not None and job.rejects.is_file():
                 try:  # bounded by max_rejects: kept in memory, the folder goes
@@ -277,6 +276,17 @@ class LoadJobs:
             shutil.rmtree(job.tmp, ignore_errors=True)
             job.error = error  # the job ends only once its folder is gone
             job.status = status
+
+    def _fill_behind(self, job: LoadJob) -> None:
+        """Start `talent vectors` behind a `vectors=later` load; its note in the job."""
+        from talent_core.loaders.vectors import fill_behind
+
+        try:
+            note = fill_behind(self.rt.pipe.store, self.rt.settings)
+        except Exception as e:  # the load's outcome stands; the sidebar shows what is left
+            log.warning("load job %s: the vector fill did not start: %s", job.id, e)
+            note = f"entity vectors: the fill behind did not start ({e}); run talent vectors"
+        job.notes.extend([note] if note else [])
 
 
 # --- server-side paths ------------------------------------------------------------------

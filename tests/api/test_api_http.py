@@ -492,6 +492,42 @@ def test_chat_reads_a_follow_up_from_the_messages(client, api_keys):
     assert "(reading 'them' as the 2 answers above)" in out["choices"][0]["message"]["content"]
 
 
+def test_a_vectors_later_load_that_fails_fills_the_batches_it_committed(
+        api_env, api_keys, monkeypatch):
+    """A `vectors=later` load stopped by a bad row keeps the batches committed before it
+    (as any load): their names get the fill behind too (none started before), and a load
+    that fails before committing anything starts none."""
+    from fastapi.testclient import TestClient
+
+    import talent_core.loaders.vectors as vectors
+    from talent_core.api.app import create_app
+
+    started: list[object] = []
+    monkeypatch.setattr(vectors, "fill_in_background",
+                        lambda settings: (started.append(settings) or 4343,
+                                          Path("vectors.log")))
+    w, h = auth(api_keys["write"]), auth(api_keys["read"])
+    good = "head\trelation\ttail\n" + "".join(
+        f"Failing Film {i}\tdirected_by\tFailing Person {i}\n" for i in range(4))
+    with TestClient(create_app(api_settings(api_env, batch_size=2))) as c:
+        for rows, fills in ((good + "Failing Film 9\tdirected_by\n", 1),  # row 6 is bad
+                            ("head\trelation\ttail\nFailing Film 8\tdirected_by\n", 0)):
+            r = c.post("/v1/loads", headers=w, files={"file": ("failing_kb.txt", rows.encode())},
+                       data={"format": "triples", "vectors": "later"})
+            assert r.status_code == 202, r.text
+            job, deadline = r.json(), time.time() + 60
+            while job["status"] in ("queued", "running") and time.time() < deadline:
+                time.sleep(0.05)
+                job = c.get(f"/v1/loads/{job['id']}", headers=h).json()
+            assert job["status"] == "failed" and "failing_kb.txt:" in job["error"]["message"]
+            assert len(started) == fills, {k: v for k, v in job.items() if k != "notes"}
+            assert any("pid 4343" in n for n in job["notes"]) == bool(fills), job["notes"]
+            started.clear()
+        stats = c.get("/v1/stats", headers=h).json()
+        assert stats["entities"] > stats["entities_with_embedding"]  # the 8 names wait
+        assert c.delete("/v1/sources/failing_kb.txt", headers=w).status_code == 200
+
+
 def test_a_load_with_its_vectors_later_answers_at_once_and_starts_the_fill(
         client, api_keys, monkeypatch):
     """`vectors=later` (the Load page's "answer at once"): the graph is written without its

@@ -284,6 +284,29 @@ def test_load_answering_at_once_leaves_the_vectors_to_the_fill_behind(empty_stor
         store.close()
 
 
+def test_a_failed_answer_at_once_load_fills_what_it_committed(empty_store, monkeypatch):
+    """"answer at once" and a bad row after two committed batches: the error names the
+    line, and the fill behind starts for the names written before it (and says so)."""
+    import talent_core.loaders.vectors as vectors
+    from talent_core.config import get_settings
+
+    started: list[object] = []
+    monkeypatch.setattr(vectors, "fill_in_background",
+                        lambda settings: (started.append(settings) or 78, Path("v.log")))
+    monkeypatch.setenv("TALENT_BATCH_SIZE", "2")
+    get_settings.cache_clear()
+    at = _app()
+    at.switch_page("views/load.py")
+    at.run()
+    at.checkbox(key="vectors_later").check()
+    rows = "".join(f"Film {i}|directed_by|Person {i}\n" for i in range(4)) + "Film 9|x\n"
+    _load(at, "kb.txt", rows.encode())
+    assert any("kb.txt:5" in e.value.replace("\\", "") for e in at.error), at.error
+    assert len(started) == 1
+    notes = [i.value.replace("\\", "") for i in at.info]
+    assert any("entity vectors: embedding" in n and "pid 78" in n for n in notes), notes
+
+
 def test_evaluate_runs_a_small_report_and_compares_saved_ones(use_toy):
     at = _page("views/evaluate.py")
     at.radio(key="eval_src").set_value("upload a question file")
