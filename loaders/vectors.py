@@ -142,11 +142,17 @@ FILL_NOTE = "entity vectors:"  # how `fill_behind`'s line starts (the Load page 
 def fill_behind(store: Any, settings: Any) -> str | None:
     """After a load with its vectors left for later: start the fill behind
     (`fill_in_background`) when names are left, and say so in a line for the analyst
-    (None when every name has its vector)."""
+    (None when every name has its vector). A fill that cannot start is said in that line:
+    the load it follows stands."""
     left, entities = vectors_left(store)
     if not left:
         return None
-    pid, logfile = fill_in_background(settings)
+    try:
+        pid, logfile = fill_in_background(settings)
+    except OSError as e:
+        log.warning("the vector fill did not start: %s", e)
+        return (f"{FILL_NOTE} {left:,} of {entities:,} names wait for their vectors: the "
+                f"fill behind did not start ({e}); run talent vectors")
     return (f"{FILL_NOTE} embedding {left:,} of {entities:,} names behind (pid {pid}, "
             f"log {logfile}); answers meanwhile are the same, a little slower, and vector "
             "linking finds only the names embedded so far")

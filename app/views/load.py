@@ -174,10 +174,7 @@ class LoadJob:
         """Start `talent vectors` behind a load that left its names' vectors for later."""
         from talent_core.loaders.vectors import fill_behind
 
-        try:
-            note = fill_behind(pipe.store, pipe.settings)
-        except Exception as e:  # the load's outcome stands; the sidebar shows what is left
-            note = f"entity vectors: the fill behind did not start ({e}); run talent vectors"
+        note = fill_behind(pipe.store, pipe.settings)
         self.notes += [note] if note else []
 
     def start_remote(self, client: ApiClient, content: bytes, fmt: str,

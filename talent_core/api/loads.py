@@ -281,11 +281,7 @@ class LoadJobs:
         """Start `talent vectors` behind a `vectors=later` load; its note in the job."""
         from talent_core.loaders.vectors import fill_behind
 
-        try:
-            note = fill_behind(self.rt.pipe.store, self.rt.settings)
-        except Exception as e:  # the load's outcome stands; the sidebar shows what is left
-            log.warning("load job %s: the vector fill did not start: %s", job.id, e)
-            note = f"entity vectors: the fill behind did not start ({e}); run talent vectors"
+        note = fill_behind(self.rt.pipe.store, self.rt.settings)
         job.notes.extend([note] if note else [])
 
 

@@ -60,3 +60,23 @@ def test_cli_load_vectors_later_then_vectors(tmp_path: Path):
     again = run_cli(["vectors"], tmp_path)  # nothing left: says so, loads no model
     assert again.returncode == 0 and "0 entities embedded" in again.stdout
     assert "0 of 197 still without" in again.stdout
+
+
+def test_a_fill_that_cannot_start_is_said_and_the_load_stands(monkeypatch):
+    """`fill_behind` after a vectors-later load: when the fill's process cannot start, one
+    line says how many names wait and what to run (no exception: the load it follows has
+    succeeded); with nothing left, no line."""
+    from types import SimpleNamespace
+
+    import talent_core.loaders.vectors as vectors
+
+    def refuse(settings):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(vectors, "fill_in_background", refuse)
+    store = SimpleNamespace(stats=lambda: SimpleNamespace(entities=10, entities_with_embedding=4))
+    note = vectors.fill_behind(store, None)
+    assert note.startswith(vectors.FILL_NOTE) and "6 of 10 names wait" in note
+    assert "Too many open files" in note and "run talent vectors" in note
+    done = SimpleNamespace(stats=lambda: SimpleNamespace(entities=10, entities_with_embedding=10))
+    assert vectors.fill_behind(done, None) is None
