@@ -80,19 +80,24 @@ class Extra:
     edges: set[tuple[str, str, str]] = field(default_factory=set)
     expanded: list[str] = field(default_factory=list)  # ids expanded, in order
 
-    def expand(self, store: GraphReader, node: str) -> tuple[int, bool]:
-        """A click on ``node``: its next `EXPAND_STEP` neighbours from the store; (nodes and
-        edges added, whether it has more)."""
+    def expand(self, store: GraphReader, node: str, drawn: set[str]) -> str:
+        """A click on ``node``: its next `EXPAND_STEP` neighbours from the store, and the
+        line that tells the analyst what changed: how many neighbours were added to the
+        drawing (``drawn``: the page's own nodes; those of earlier clicks count as drawn
+        too), and whether it has more."""
+        shown = drawn | set(self.nodes)
         self.expanded.append(node)
         sub = expand_step(store, node, self.expanded.count(node))
-        return self.add(sub), sub.truncated
+        self.add(sub)
+        new = len(set(self.nodes) - shown)
+        return ((f"{new} neighbour(s) added around the node you opened" if new else
+                 "every neighbour of the node you opened is drawn already")
+                + ("; double-click it again for more" if sub.truncated else ""))
 
-    def add(self, sub: Subgraph) -> int:
-        before = len(self.nodes) + len(self.edges)
+    def add(self, sub: Subgraph) -> None:
         for n in sub.nodes:
             self.nodes.setdefault(n.id, n)
         self.edges |= {(e.src, e.rel, e.dst) for e in sub.edges}
-        return len(self.nodes) + len(self.edges) - before
 
 
 def roles(answer: Answer) -> dict[str, str]:

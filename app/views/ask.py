@@ -502,12 +502,7 @@ def show_answer(pipe: Pipeline, h: dict[str, Any], idx: int) -> None:
             legend(roles_present(els), edge_groups_present(els))
             clicked = graph(els, key=key)
             if clicked:  # a KG id (a name not in the KG maps to None)
-                shown = {n.id for n in cand.nodes} | set(extra.nodes)
-                _, more = extra.expand(pipe.store, clicked)
-                new = len(set(extra.nodes) - shown)  # neighbours drawn already: not "added"
-                st.toast((f"{new} neighbour(s) added around the node you opened" if new
-                          else "every neighbour of the node you opened is drawn already")
-                         + ("; double-click it again for more" if more else ""))
+                st.toast(extra.expand(pipe.store, clicked, {n.id for n in cand.nodes}))
                 st.rerun()
             st.caption("Click a node or an edge to see what it is; double-click a node (or "
                        "press Expand neighbours in its panel) to add its neighbours from the "

@@ -110,12 +110,7 @@ def page() -> None:
         st.caption(plain(state["note"]))  # covered the "Ask about this entity" button)
     clicked = graph(els, key=key, height=480, texts=EXPLORE_LEGEND)
     if clicked:
-        shown = {n.id for n in sub.nodes} | set(extra.nodes)
-        _, more = extra.expand(reader, clicked)
-        new = len(set(extra.nodes) - shown)  # its neighbours already drawn are not "added"
-        state["note"] = ((f"{new} neighbour(s) added around the node you opened" if new else
-                          "every neighbour of the node you opened is drawn already")
-                         + ("; double-click it again for more" if more else ""))
+        state["note"] = extra.expand(reader, clicked, {n.id for n in sub.nodes})
         st.rerun()
     names = {n.id: n.name for n in [*sub.nodes, *extra.nodes.values()]}
     rows = [{"src": names.get(e.src, e.src), "rel": e.rel, "dst": names.get(e.dst, e.dst)}

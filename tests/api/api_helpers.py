@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,16 @@ def sse_events(text: str) -> list[tuple[str, dict]]:
         data = "\n".join(ln[5:].lstrip() for ln in lines if ln.startswith("data:"))
         out.append((event, json.loads(data)))
     return out
+
+
+def wait_load(c, job: dict, h: dict, seconds: float = 60) -> dict:
+    """A load job's document once it has ended (or ``seconds`` have passed), polled with
+    the read headers ``h`` through the client ``c``."""
+    deadline = time.time() + seconds
+    while job["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.05)
+        job = c.get(f"/v1/loads/{job['id']}", headers=h).json()
+    return job
 
 
 STAGES = ["seeds", "candidate", "selection", "plan", "answer", "done"]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from api_helpers import api_settings, auth
+from api_helpers import api_settings, auth, wait_load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -123,14 +123,6 @@ def test_healthz_and_the_docs_need_no_key_and_can_be_turned_off(api_env, api_key
 # --- 7, 16: rejects bounded; job folders cleaned --------------------------------------------
 
 
-def _wait(c, job: dict, h: dict) -> dict:
-    deadline = time.time() + 60
-    while job["status"] in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.1)
-        job = c.get(f"/v1/loads/{job['id']}", headers=h).json()
-    return job
-
-
 @pytest.fixture()
 def own_tmp(tmp_path, monkeypatch):
     """The server's temporary folder: a fresh one per test."""
@@ -151,7 +143,7 @@ def test_rejects_are_bounded_and_the_job_folder_goes_when_it_ends(api_env, api_k
         r = c.post("/v1/loads", headers=auth(api_keys["write"]),
                    files={"file": ("bad_rows.txt", bad)},
                    data={"format": "metaqa", "on_error": "skip"})
-        job = _wait(c, r.json(), auth(api_keys["read"]))
+        job = wait_load(c, r.json(), auth(api_keys["read"]))
         assert job["status"] == "done", job["error"]
         assert job["result"]["rejected"] == 20_000 and job["result"]["rejects_kept"] == 50
         rej = c.get(f"/v1/loads/{job['id']}/rejects", headers=auth(api_keys["read"]))
@@ -162,7 +154,7 @@ def test_rejects_are_bounded_and_the_job_folder_goes_when_it_ends(api_env, api_k
         r = c.post("/v1/loads", headers=auth(api_keys["write"]),
                    files={"file": ("all_bad.txt", b"x\n" * 10)},
                    data={"format": "metaqa", "on_error": "skip"})
-        job = _wait(c, r.json(), auth(api_keys["read"]))
+        job = wait_load(c, r.json(), auth(api_keys["read"]))
         msg = job["error"]["message"]
         assert job["status"] == "failed" and str(own_tmp) not in msg, msg
         assert f"GET /v1/loads/{job['id']}/rejects" in msg and msg.startswith("all_bad.txt")
@@ -260,13 +252,13 @@ def test_a_renamed_upload_and_a_source_from_another_file_are_told(client, api_ke
     h = auth(api_keys["write"])
     r = client.post("/v1/loads", headers=h, files={"file": ("names kb.txt", b"N1|rel|N2\n")},
                     data={"format": "metaqa"})
-    job = _wait(client, r.json(), h)
+    job = wait_load(client, r.json(), h)
     assert job["status"] == "done" and job["source"] == "names_kb.txt"
     assert any("'names kb.txt'" in n and "'names_kb.txt'" in n for n in job["notes"]), job
     # another file under the same name adds to that source: the client is told
     r = client.post("/v1/loads", headers=h, files={"file": ("names_kb.txt", b"N3|rel|N4\n")},
                     data={"format": "metaqa"})
-    job = _wait(client, r.json(), h)
+    job = wait_load(client, r.json(), h)
     assert job["status"] == "done"
     assert any("loaded from another file" in n for n in job["notes"]), job
     assert any("loaded from another file" in n for n in job["result"]["warnings"])

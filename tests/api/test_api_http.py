@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from api_helpers import STAGES, api_settings, auth, sse_events
+from api_helpers import STAGES, api_settings, auth, sse_events, wait_load
 
 ASK_JSON_KEYS = {"question", "answer", "raw", "method", "candidate", "selected",
                  "out_of_candidate", "edges", "decode", "ranked", "retriever_ranked", "frozen",
@@ -241,10 +241,7 @@ def test_upload_over_the_limit_is_413_and_leaves_nothing(api_env, api_keys, tmp_
                                          "Content-Type": "multipart/form-data; boundary=XB"},
                    content=small())
         assert r.status_code == 202, r.text
-        job, deadline = r.json(), time.time() + 60
-        while job["status"] in ("queued", "running") and time.time() < deadline:
-            time.sleep(0.1)
-            job = c.get(f"/v1/loads/{job['id']}", headers=auth(api_keys["read"])).json()
+        job = wait_load(c, r.json(), auth(api_keys["read"]))
         assert job["status"] == "done" and job["result"]["loaded"] == 1, job
 
 
@@ -258,10 +255,7 @@ def test_load_job_progress_to_the_end_and_rejects(client, api_keys):
     job = r.json()
     assert job["status"] in ("queued", "running", "done")
     h = auth(api_keys["read"])
-    deadline = time.time() + 60
-    while job["status"] in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.1)
-        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    job = wait_load(client, job, h)
     assert job["status"] == "done", job
     assert job["result"]["rows_read"] == 4 and job["result"]["rejected"] == 1
     assert job["result"]["loaded"] == 3 and job["progress"]["triples"] == 3
@@ -435,10 +429,7 @@ def test_load_options_over_http(client, api_keys):
                           "columns": "head=subj,relation=pred,tail=obj",
                           "limit": "4", "dry_run": "true"})
     assert r.status_code == 202, r.text
-    job, deadline = r.json(), time.time() + 60
-    while job["status"] in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.05)
-        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    job = wait_load(client, r.json(), h)
     assert job["status"] == "done", job
     assert job["result"]["dry_run"] and job["result"]["rows_read"] == 4
     assert job["result"]["loaded"] == 4 and job["result"]["rejected"] == 0
@@ -515,10 +506,7 @@ def test_a_vectors_later_load_that_fails_fills_the_batches_it_committed(
             r = c.post("/v1/loads", headers=w, files={"file": ("failing_kb.txt", rows.encode())},
                        data={"format": "triples", "vectors": "later"})
             assert r.status_code == 202, r.text
-            job, deadline = r.json(), time.time() + 60
-            while job["status"] in ("queued", "running") and time.time() < deadline:
-                time.sleep(0.05)
-                job = c.get(f"/v1/loads/{job['id']}", headers=h).json()
+            job = wait_load(c, r.json(), h)
             assert job["status"] == "failed" and "failing_kb.txt:" in job["error"]["message"]
             assert len(started) == fills, {k: v for k, v in job.items() if k != "notes"}
             assert any("pid 4343" in n for n in job["notes"]) == bool(fills), job["notes"]
@@ -546,10 +534,7 @@ def test_a_load_with_its_vectors_later_answers_at_once_and_starts_the_fill(
     r = client.post("/v1/loads", headers=w, files={"file": ("later_kb.txt", rows.encode())},
                     data={"format": "triples", "vectors": "later"})
     assert r.status_code == 202, r.text
-    job, deadline = r.json(), time.time() + 60
-    while job["status"] in ("queued", "running") and time.time() < deadline:
-        time.sleep(0.05)
-        job = client.get(f"/v1/loads/{job['id']}", headers=h).json()
+    job = wait_load(client, r.json(), h)
     assert job["status"] == "done" and job["result"]["loaded"] == 5, job.get("error")
     after = client.get("/v1/stats", headers=h).json()
     assert after["entities"] == before["entities"] + 10

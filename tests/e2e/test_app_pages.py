@@ -58,6 +58,23 @@ def _texts(at: AppTest) -> str:
                      + [w.value for w in at.warning] + [i.value for i in at.info])
 
 
+def double_clicks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The graph component stood in for: a KG id appended to the returned list is reported
+    double-clicked (an expansion asked for) by the next draw that holds that node, once."""
+    import talent_core.ui.common as common
+
+    click: list[str] = []
+    stamp = iter(range(1, 100))
+
+    def fake(elements, **kw):
+        want = click.pop() if click else None
+        ids = [n["data"]["id"] for n in elements["nodes"] if n["data"]["kg_id"] == want]
+        return {"action": "expand", "node": ids[0], "timestamp": next(stamp)} if ids else None
+
+    monkeypatch.setattr(common, "_component", fake)
+    return click
+
+
 def test_no_stray_magic_output(use_toy):
     """The page shows no `None` from a module-level expression (Streamlit magic)."""
     at = _app()
@@ -147,17 +164,7 @@ def test_explore_says_what_an_expansion_added(use_toy, monkeypatch):
     """A double-click (the component stood in for): on the centre, whose neighbours are all
     drawn, the page says so (it said "N nodes/edges added" with nothing new on screen); on a
     neighbour, how many of its neighbours were added."""
-    import talent_core.ui.common as common
-
-    click: list[str] = []  # the node the next draw reports double-clicked (once)
-    stamp = iter(range(1, 100))
-
-    def fake(elements, **kw):
-        want = click.pop() if click else None
-        ids = [n["data"]["id"] for n in elements["nodes"] if n["data"]["kg_id"] == want]
-        return {"action": "expand", "node": ids[0], "timestamp": next(stamp)} if ids else None
-
-    monkeypatch.setattr(common, "_component", fake)
+    click = double_clicks(monkeypatch)
     at = explore("Gravity")
     _ok(at)
     click.append("Gravity")
@@ -175,17 +182,7 @@ def test_ask_says_what_an_expansion_added(use_toy, monkeypatch):
     """Ask's graph, a double-click (the component stood in for): the toast counts the
     neighbours added to the drawing (it counted nodes/edges of the extra set, drawn or not);
     the same node again says every neighbour is drawn already."""
-    import talent_core.ui.common as common
-
-    click: list[str] = []
-    stamp = iter(range(1, 100))
-
-    def fake(elements, **kw):
-        want = click.pop() if click else None
-        ids = [n["data"]["id"] for n in elements["nodes"] if n["data"]["kg_id"] == want]
-        return {"action": "expand", "node": ids[0], "timestamp": next(stamp)} if ids else None
-
-    monkeypatch.setattr(common, "_component", fake)
+    click = double_clicks(monkeypatch)
     at = ask(_app(), "who directed [Gravity]", "retrieval")
     _ok(at)
     click.append("Alfonso Cuarón")
