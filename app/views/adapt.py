@@ -14,6 +14,7 @@ import streamlit as st
 from talent_core.api.client import ApiClient
 from talent_core.config import get_settings
 from talent_core.errors import ApiClientError, TalentError
+from talent_core.planning.self_train import SELF
 from talent_core.ui.safe import error_line, plain
 
 ADAPT = "_adapt_job"  # the session state's running adaptation (a SelfAdaptation, or an id)
@@ -69,9 +70,9 @@ def planner_view(client: ApiClient | None) -> None:
     job = st.session_state.get(ADAPT)
     c1, c2 = st.columns([1, 2])
     anchors = c1.number_input("entities to write questions from", min_value=10,
-                              max_value=5000, value=600, step=100, key="adapt_anchors",
-                              help="more: more questions, a longer run (600: ~5-10 min on "
-                              "2 cores)")
+                              max_value=5000, value=SELF.anchors, step=100,
+                              key="adapt_anchors", help="more: more questions, a longer run "
+                              f"({SELF.anchors}: 3-5 min on 2 quiet cores, up to ~15 busy)")
     if c2.button("Adapt the planner to this KG", key="adapt_start", disabled=job is not None):
         try:
             job = st.session_state[ADAPT] = _start(client, int(anchors))

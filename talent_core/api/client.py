@@ -289,9 +289,11 @@ class ApiClient:
     def cancel_load(self, job_id: str) -> dict[str, Any]:
         return self._call("DELETE", f"/v1/loads/{quote(job_id, safe='')}")
 
-    def start_adapt(self, anchors: int = 600) -> dict[str, Any]:
-        """`talent train planner --self` on the server: POST /v1/planner/adapt."""
-        return self._call("POST", "/v1/planner/adapt", {"anchors": anchors})
+    def start_adapt(self, anchors: int | None = None) -> dict[str, Any]:
+        """`talent train planner --self` on the server: POST /v1/planner/adapt (``anchors``:
+        the server's default where None)."""
+        return self._call("POST", "/v1/planner/adapt",
+                          {} if anchors is None else {"anchors": anchors})
 
     def adapt(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/planner/adapt/{job_id}")

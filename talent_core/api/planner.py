@@ -18,6 +18,7 @@ from pydantic import Field
 from talent_core.api.auth import ApiError, Read, Write
 from talent_core.api.schemas import _Strict
 from talent_core.errors import TrainingBusyError
+from talent_core.planning.self_train import SELF
 
 router = APIRouter(tags=["planner"])
 KEPT = 8  # ended jobs kept for GET
@@ -27,7 +28,7 @@ _LOCK = threading.Lock()
 class AdaptRequest(_Strict):
     """``anchors``: entities whose own paths are written as questions (as `--anchors`)."""
 
-    anchors: int = Field(600, ge=10, le=5000)
+    anchors: int = Field(SELF.anchors, ge=10, le=5000)
 
 
 def _jobs(request: Request) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from talent_core.llm.loading import load_models
 from talent_core.llm.models import read_meta, write_meta
 from talent_core.models import DECODES
 from talent_core.pipeline import Pipeline
+from talent_core.planning.self_train import SELF
 from talent_core.questions import detect_question_format, read_question_files
 from talent_core.retrieval.config import RetrievalConfig, apply_overrides
 from talent_core.training import llm as llm_training
@@ -288,11 +289,13 @@ def train_planner(
     val: Annotated[list[Path] | None, typer.Option(
         "--val", help="validation MetaQA question files (label records validate on their "
         "split 'validation')", exists=True, dir_okay=False)] = None,
-    anchors: Annotated[int, typer.Option(min=1, help="--self: entities whose paths are "
-                                         "written as questions")] = 600,
-    epochs: Annotated[int | None, typer.Option(min=1, help="(default 2; --self 1)")] = None,
+    anchors: Annotated[int | None, typer.Option(min=1, help="--self: entities whose paths "
+                                                "are written as questions (default "
+                                                f"{SELF.anchors})")] = None,
+    epochs: Annotated[int | None, typer.Option(
+        min=1, help=f"(default 2; --self {SELF.epochs})")] = None,
     lr: Annotated[float | None, typer.Option(min=0.0, help="learning rate (default 3e-4; "
-                                             "--self 1e-4)")] = None,
+                                             f"--self {SELF.lr:g})")] = None,
     rank: Annotated[int, typer.Option(min=1, help="LoRA rank of a fresh matcher")] = 16,
     alpha: Annotated[float, typer.Option(min=0.0, help="LoRA alpha of a fresh matcher")
                      ] = 32.0,
@@ -314,8 +317,7 @@ def train_planner(
             raise fail("--self writes its own questions: give no QUESTIONS")
         out = output or settings.data_dir / SELF_DIR
         meta = matcher_training.fit_self(settings, out, start=start, anchors=anchors,
-                                         epochs=epochs or 1, lr=lr or 1e-4,
-                                         name=name or "self")
+                                         epochs=epochs, lr=lr, name=name or "self")
     else:
         if not questions:
             raise fail("give QUESTIONS (label records or MetaQA files), or --self")

@@ -4,10 +4,14 @@ labelled (`talent train planner --self`).
 For ``anchors`` entities sampled from the store (seeded, over its id pages): the anchor's
 own paths of 1..3 relations (`beam.grow` under a random score: a random sample of what the
 anchor really has, CVT nodes walked through), one of each length where it has one; each
-path written as a question from templates over its relations' words (`paths`'
-`readable_relation`), the anchor's name removed as the planner removes it. The anchor's
-other sampled paths are the pair's hard negatives. No answer and no label of any question is
-read: only the store.
+path written as a question: a noun phrase grown outward from the anchor's name, one
+relation's words at a time (`phrase`: "the genre of X", "the ones directed by X", read
+either way since paths ignore direction; a relation repeated in a row as sharing, "the
+ones that share the director with X", the reading of MetaQA-style co-member questions), in
+a question's frame, or as keywords; the anchor's name removed as the planner removes it.
+The anchor's other sampled paths are the pair's hard negatives (and, in `training.matcher`,
+the gold's own relations reordered). No answer and no label of any question is read: only
+the store.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from talent_core.explore import is_cvt
 from talent_core.planning.beam import BeamSettings, grow
@@ -25,20 +30,69 @@ from talent_core.store import GraphReader
 
 log = logging.getLogger(__name__)
 
-ONE_HOP = ("what is the {0} of {x}", "which {0} does {x} have", "{x} {0}",
-           "tell me the {0} of {x}")
-CHAIN = ("what is the {rev} of {x}", "{x} {fwd}", "which {last} belongs to the {rev_rest} of {x}")
+
+@dataclass(frozen=True)
+class SelfDefaults:
+    """`--self`'s defaults, for the CLI, the API and the Load page alike (chosen on
+    validation questions; bench/README.md, "--self, second round")."""
+
+    anchors: int = 1500  # entities whose paths are written as questions
+    epochs: int = 2
+    lr: float = 1e-4
+
+
+SELF = SelfDefaults()
+
+AUX = frozenset({"has", "have", "is", "in", "was", "are"})
+ASK = ("what is {np}", "who is {np}", "which are {np}", "{np}", "tell me {np}",
+       "what are {np}", "list {np}")
+HEADS = ("things", "ones", "entities")
+
+
+def phrase(rel: str) -> str:
+    """A relation as a noun or participle phrase: its words (`readable_relation`) without
+    a leading auxiliary ("has genre" -> "genre", "in language" -> "language")."""
+    words = readable_relation(rel).split()
+    while len(words) > 1 and words[0].lower() in AUX:
+        words = words[1:]
+    return " ".join(words)
+
+
+def _step(np: str, rel: str, rng: random.Random) -> str:
+    """The noun phrase one relation away from ``np``, read either way (paths ignore
+    direction: an anchor may be the edge's subject or its object)."""
+    w = phrase(rel)
+    head = rng.choice(HEADS)
+    forms = [f"the {w} of {np}", f"the {head} whose {w} is {np}", f"the {head} with {np} as {w}"]
+    if w.endswith(" by"):  # a participle: "directed by" reads "the things directed by X"
+        forms.append(f"the {head} {w} {np}")
+    return rng.choice(forms)
+
+
+def _share(np: str, rel: str, rng: random.Random) -> str:
+    """The noun phrase of a repeated relation (r, r): what shares its r with ``np``."""
+    w = phrase(rel)
+    head = rng.choice(HEADS)
+    return rng.choice((f"the {head} that share the {w} with {np}",
+                       f"the {head} with the same {w} as {np}",
+                       f"the other {head} of the {w} of {np}",
+                       f"the {head} whose {w} is also the {w} of {np}"))
 
 
 def write_question(path: PathT, name: str, rng: random.Random) -> str:
-    """One templated question asking for ``path`` from the entity called ``name``."""
-    words = [readable_relation(r) for r in path]
-    if len(words) == 1:
-        return rng.choice(ONE_HOP).format(words[0], x=name)
-    rev = " of the ".join(reversed(words))
-    template = rng.choice(CHAIN)
-    return template.format(rev=rev, fwd=" ".join(words), last=words[-1],
-                           rev_rest=" of the ".join(reversed(words[:-1])), x=name)
+    """One question asking for ``path`` from the entity called ``name``: a noun phrase
+    grown from the name one relation at a time (a relation repeated in a row read as
+    sharing: "the ones that share the director with [X]"), in a question's frame. Every
+    relation's words appear, in the path's order read outward from the name."""
+    if rng.random() < 0.125:  # as keywords: "[X] starred actors directed by"
+        return " ".join([name, *(phrase(r) for r in path)])
+    np, i = name, 0
+    while i < len(path):
+        if i + 1 < len(path) and path[i + 1] == path[i]:
+            np, i = _share(np, path[i], rng), i + 2
+        else:
+            np, i = _step(np, path[i], rng), i + 1
+    return rng.choice(ASK).format(np=np)
 
 
 def sample_anchors(store: GraphReader, n: int, rng: random.Random, page: int = 5000,
@@ -55,7 +109,7 @@ def sample_anchors(store: GraphReader, n: int, rng: random.Random, page: int = 5
     return rng.sample(ids, min(n, len(ids)))
 
 
-def store_pairs(store: GraphReader, anchors: int = 600, seed: int = 0,
+def store_pairs(store: GraphReader, anchors: int = SELF.anchors, seed: int = 0,
                 progress: Callable[[int, int], None] | None = None) -> list[Pair]:
     """Synthetic (question, path) pairs from the store's paths (see the module doc)."""
     rng = random.Random(seed)

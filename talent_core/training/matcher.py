@@ -17,6 +17,7 @@ path), or questions written from a loaded store's own paths (`planning.self_trai
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import random
 import re
@@ -284,11 +285,21 @@ def _domain(path: PathT) -> str:
     return head.split(".")[0] if "." in head else ""
 
 
+def reorderings(path: PathT) -> list[PathT]:
+    """The path's own relations in another order, or one fewer at either end: what a
+    bag of relation words cannot tell from it."""
+    out = set(itertools.permutations(path)) | ({path[:-1], path[1:]} if len(path) > 1 else set())
+    out.discard(path)
+    return sorted(out)
+
+
 def _negative(pair: Pair, rng: random.Random, by_domain: dict[str, list[PathT]]) -> PathT:
     """A hard negative, one of: the gold path one relation longer (30 %; a relation of a
     same-domain path: the beam grows paths, so the matcher must prefer stopping where the
-    question does), for a pair with every other path of its anchor (MetaQA's types, a
-    store's own) one of those, else (WebQSP: labels without the KG) the gold path one
+    question does), for a store's own question (--self) its gold's relations reordered
+    or one fewer (30 %: a bag of relation words cannot tell them, the question's order
+    can), for a pair with every other path of its anchor (MetaQA's types, a store's own)
+    one of those, else (WebQSP: labels without the KG) the gold path one
     relation shorter (10 %), one of the record's other ground paths (30 %), a same-domain
     path."""
     gold = set(pair.gold)
@@ -298,6 +309,8 @@ def _negative(pair: Pair, rng: random.Random, by_domain: dict[str, list[PathT]])
     for _ in range(8):
         if draw < 0.3:
             t = (*g, rng.choice(rng.choice(pool)))
+        elif draw < 0.6 and pair.source == "self" and len(g) > 1:
+            t = rng.choice(reorderings(g))
         elif pair.negatives and pair.source != "webqsp":
             t = rng.choice(pair.negatives)
         elif draw < 0.4 and len(g) > 1:
@@ -359,18 +372,22 @@ def read_pairs(files: Sequence[Path], metaqa: Path | None, val_files: Sequence[P
     return train, val
 
 
-def fit_self(settings: Any, output: Path, *, start: Path | None = None, anchors: int = 600,
-             epochs: int = 1, lr: float = 1e-4, name: str = "self", seed: int = 0,
+def fit_self(settings: Any, output: Path, *, start: Path | None = None,
+             anchors: int | None = None, epochs: int | None = None, lr: float | None = None,
+             name: str = "self", seed: int = 0,
              progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """`talent train planner --self`: questions written from the store of ``settings``
     (`planning.self_train.store_pairs`; a tenth of the anchors validate), fitted on top of
-    ``start`` (default: the shipped matcher) and written to ``output``, holding
+    ``start`` (default: the shipped matcher) and written to ``output`` (``anchors``,
+    ``epochs``, ``lr``: `self_train.SELF`'s where None), holding
     ``output``'s lock: a second adaptation of the same matcher at once is refused
     (`TrainingBusyError`). ``progress(stage, done, total)``: stage "questions" (anchors)
     then "fit" (steps)."""
     from talent_core.planning.matcher import BUNDLED, bundled_base
-    from talent_core.planning.self_train import store_pairs
+    from talent_core.planning.self_train import SELF, store_pairs
     from talent_core.store import open_store
+
+    anchors, epochs, lr = anchors or SELF.anchors, epochs or SELF.epochs, lr or SELF.lr
 
     def step(k: int, n: int, loss: float) -> None:
         log_progress(k, n, loss)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from talent_core.errors import TalentError, TrainingBusyError
+from talent_core.planning.self_train import SELF
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +54,13 @@ class SelfAdaptation:
     ``stage`` / ``done`` / ``total`` (questions: anchors; fit: steps), ``result`` (the
     matcher's meta), ``error`` ((code, message))."""
 
-    def __init__(self, settings: Any, anchors: int = 600, nice: int = 10):
+    def __init__(self, settings: Any, anchors: int | None = None, nice: int = 10):
         from talent_core.planning.plan import SELF_DIR
         from talent_core.training.matcher import exclusive
 
         self.id = uuid.uuid4().hex[:12]
         self.output = Path(settings.data_dir) / SELF_DIR
-        self.anchors = anchors
+        self.anchors = anchors or SELF.anchors
         with exclusive(self.output):  # refused at once (TrainingBusyError) when one runs
             pass
         self.status, self.stage, self.done, self.total = "running", "starting", 0, 0
@@ -69,7 +70,7 @@ class SelfAdaptation:
         ctx = mp.get_context("spawn")  # a threaded server must not fork
         parent, child = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(target=_child, args=(child, settings, str(self.output),
-                                                      anchors, nice),
+                                                      self.anchors, nice),
                                  name="talent-self-adapt", daemon=True)
         self._proc.start()
         child.close()

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from api_helpers import auth
 
+from talent_core.planning.self_train import SELF
+
 pytestmark = pytest.mark.slow  # a training run of a minute or two
 
 
@@ -52,9 +54,11 @@ def test_adapt_the_planner_over_http(client, api_env, api_keys):
         assert (own / meta["lora"]).is_file() and meta["name"] == "self"
         assert client.get("/v1/planner/adapt/nope", headers=r).status_code == 404
 
-        # cancelled: the child stops, the matcher in place stays as it was
+        # cancelled: the child stops, the matcher in place stays as it was (no anchors
+        # given: --self's default, one setting for the CLI, the API and the Load page)
         before = (own / "matcher.json").read_bytes()
-        job = client.post("/v1/planner/adapt", headers=w, json={"anchors": 10}).json()
+        job = client.post("/v1/planner/adapt", headers=w, json={}).json()
+        assert job["anchors"] == SELF.anchors
         out = client.delete(f"/v1/planner/adapt/{job['id']}", headers=w).json()
         assert out["status"] == "cancelled"
         assert (own / "matcher.json").read_bytes() == before

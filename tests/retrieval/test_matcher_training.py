@@ -20,6 +20,7 @@ from talent_core.training.matcher import (
     metaqa_pairs,
     metaqa_type_path,
     read_pairs,
+    reorderings,
     webqsp_pairs,
 )
 from talent_core.training.path_labels import PathLabelRecord
@@ -94,6 +95,30 @@ def test_self_training_writes_questions_from_the_stores_paths():
         assert p.gold[0] not in p.negatives
         assert not any(name in p.text for name in ("Heat", "Insider", "Michael Mann"))
     assert {len(p.gold[0]) for p in pairs} >= {1, 2}
+
+
+def test_a_self_question_names_every_relation_and_reads_a_repeat_as_sharing():
+    for seed in range(40):
+        rng = random.Random(seed)
+        q = write_question(("has_genre",), "Heat", rng)
+        assert "genre" in q and "has genre" not in q  # the auxiliary dropped
+        q = write_question(("directed_by", "directed_by", "in_language"), "Heat", rng)
+        assert "Heat" in q and "directed by" in q and "language" in q
+        if not q.startswith("Heat "):  # the keyword form lists each relation
+            assert any(w in q for w in ("share", "same", "also", "other"))
+            assert q.count("directed by") <= 2
+
+
+def test_self_pairs_are_contrasted_with_their_own_relations_reordered():
+    assert reorderings(("a", "a", "b")) == [("a", "a"), ("a", "b"), ("a", "b", "a"),
+                                            ("b", "a", "a")]
+    assert reorderings(("a",)) == []
+    pair = Pair("genres of the films that share the director", [("d", "d", "g")],
+                [("s",)], "self")
+    rng = random.Random(0)
+    drawn = {_negative(pair, rng, {"": [("d", "d", "g"), ("s",)]}) for _ in range(300)}
+    assert {("g", "d", "d"), ("d", "g", "d"), ("d", "d")} <= drawn
+    assert ("d", "d", "g") not in drawn and () not in drawn
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
