@@ -23,6 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from talent_core import spawn
 from talent_core.api.auth import ApiError
 from talent_core.errors import TalentError
 
@@ -170,7 +171,7 @@ class ModelWorkers:
         conn, theirs = ctx.Pipe()
         child = ctx.Process(target=_child, args=(theirs, self._settings),
                             name="talent-models", daemon=True)  # fmt: skip
-        child.start()
+        spawn.start(child)
         theirs.close()
         log.info("model process %d started", child.pid)
         return child, conn

@@ -7,7 +7,7 @@ anchor really has, CVT nodes walked through), one of each length where it has on
 path written as a question: a noun phrase grown outward from the anchor's name, one
 relation's words at a time (`phrase`: "the genre of X", "the ones directed by X", read
 either way since paths ignore direction; a relation repeated in a row as sharing, "the
-ones that share the director with X", the reading of MetaQA-style co-member questions), in
+ones that share the written by with X", the reading of MetaQA-style co-member questions), in
 a question's frame, or as keywords; the anchor's name removed as the planner removes it.
 The anchor's other sampled paths are the pair's hard negatives (and, in `training.matcher`,
 the gold's own relations reordered). No answer and no label of any question is read: only
@@ -82,7 +82,7 @@ def _share(np: str, rel: str, rng: random.Random) -> str:
 def write_question(path: PathT, name: str, rng: random.Random) -> str:
     """One question asking for ``path`` from the entity called ``name``: a noun phrase
     grown from the name one relation at a time (a relation repeated in a row read as
-    sharing: "the ones that share the director with [X]"), in a question's frame. Every
+    sharing: "the ones that share the written by with [X]"), in a question's frame. Every
     relation's words appear, in the path's order read outward from the name."""
     if rng.random() < 0.125:  # as keywords: "[X] starred actors directed by"
         return " ".join([name, *(phrase(r) for r in path)])

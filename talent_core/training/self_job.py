@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from talent_core import spawn
 from talent_core.errors import TalentError, TrainingBusyError
 from talent_core.planning.self_train import SELF
 
@@ -72,7 +73,7 @@ class SelfAdaptation:
         self._proc = ctx.Process(target=_child, args=(child, settings, str(self.output),
                                                       self.anchors, nice),
                                  name="talent-self-adapt", daemon=True)
-        self._proc.start()
+        spawn.start(self._proc)
         child.close()
         self._reader = threading.Thread(target=self._read, args=(parent,), daemon=True,
                                         name="talent-self-adapt-reader")
