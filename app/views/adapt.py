@@ -19,7 +19,7 @@ from talent_core.ui.safe import error_line, plain
 
 ADAPT = "_adapt_job"  # the session state's running adaptation (a SelfAdaptation, or an id)
 STAGES = {"starting": "starting", "questions": "writing questions from the KG's own paths",
-          "fit": "training the matcher"}
+          "fit": "training the matcher", "rerank": "training the re-ranker"}
 
 
 def _own_matcher() -> str:

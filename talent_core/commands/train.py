@@ -301,6 +301,9 @@ def train_planner(
                      ] = 32.0,
     name: Annotated[str | None, typer.Option(help="the matcher's name (default: the output "
                                              "directory's)")] = None,
+    rerank: Annotated[bool, typer.Option(
+        "--rerank", help="labelled questions: fit the path re-ranker after the matcher, on "
+        "the same questions (--self adapts the one its start has)")] = False,
     verbose: Verbose = False,
 ) -> None:
     """Train the question <-> relation-path matcher the planner ranks paths with (`--planner
@@ -315,6 +318,9 @@ def train_planner(
     if self_:
         if questions:
             raise fail("--self writes its own questions: give no QUESTIONS")
+        if rerank:
+            raise fail("--rerank is for labelled questions: --self adapts the re-ranker its "
+                       "start has")
         out = output or settings.data_dir / SELF_DIR
         meta = matcher_training.fit_self(settings, out, start=start, anchors=anchors,
                                          epochs=epochs, lr=lr, name=name or "self")
@@ -332,7 +338,16 @@ def train_planner(
             trained_on={"files": [p.name for p in questions]}, init=start,
             progress=matcher_training.log_progress)
         out = output
+        if rerank:
+            from talent_core.training.reranker import fit_rerank_after
+
+            fit_rerank_after(pairs, output, settings.embedding_model, init=output,
+                             epochs=epochs or 2, lr=3e-4)
+    from talent_core.planning.reranker import RERANKER_DIR
+
     typer.echo(json.dumps({"matcher": str(out), "trained_on": meta["trained_on"],
+                           "reranker": (str(out / RERANKER_DIR)
+                                        if (out / RERANKER_DIR).is_dir() else None),
                            "training": meta["training"],
                            "validation": meta.get("validation")}))
 

@@ -27,7 +27,7 @@ import io
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,7 +208,7 @@ def bundled_base() -> str | None:
         return None
 
 
-_LOADED: dict[tuple[str, str], tuple[tuple[int, int, int], PathMatcher]] = {}
+_LOADED: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
@@ -220,15 +220,12 @@ def _identity(path: Path) -> tuple[int, int, int]:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
-    """The matcher of a --planner choice: "zero-shot" (the store's embedder ``base``, no
-    delta), "bundled" (`adapters/matcher/`) or a matcher directory; loaded once per
-    process, and again when its ``matcher.json`` is replaced (`talent train planner --self`
-    while a server runs). Raises `PlannerError` when the directory is unusable or was
-    trained on another base model."""
-    if spec == "zero-shot":
-        return PathMatcher({"name": "zero-shot", "trained": False}, base)
-    directory = BUNDLED if spec == "bundled" else Path(spec)
+def load_once(directory: Path, embedding_model: str, what: str,
+              build: Callable[[dict[str, Any]], Any]) -> Any:
+    """``build(meta)`` of the matcher directory ``directory`` (``what``: "matcher", "re-ranker"),
+    once per process and again when its ``matcher.json`` is replaced (`talent train planner
+    --self` while a server runs). `PlannerError` when the directory is unusable or was
+    trained on another base model than ``embedding_model``."""
     key = (str(directory.resolve()), embedding_model)
     with _LOAD_LOCK:
         ident = _identity(directory / META_FILE)
@@ -237,13 +234,27 @@ def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
             return held[1]
         meta = load_meta(directory)
         if meta.get("base_model") != embedding_model:
-            raise PlannerError(f"{directory}: a matcher of {meta.get('base_model')!r}, the "
+            raise PlannerError(f"{directory}: a {what} of {meta.get('base_model')!r}, the "
                                f"store embeds with {embedding_model!r}")
-        from talent_core.embedding_numpy import NumpyBertEmbedder
-
-        embedder = NumpyBertEmbedder(embedding_model, deltas=read_deltas(directory, meta))
-        matcher = PathMatcher({**meta, "trained": True}, embedder)
+        out = build(meta)
         if held is not None:
-            log.info("matcher %s replaced on disk: now %s", directory, matcher.name)
-        _LOADED[key] = (ident, matcher)
-        return matcher
+            log.info("%s %s replaced on disk", what, directory)
+        _LOADED[key] = (ident, out)
+        return out
+
+
+def encoder_of(directory: Path, meta: dict[str, Any], embedding_model: str) -> Any:
+    """The numpy sentence encoder with the directory's LoRA delta applied."""
+    from talent_core.embedding_numpy import NumpyBertEmbedder
+
+    return NumpyBertEmbedder(embedding_model, deltas=read_deltas(directory, meta))
+
+
+def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
+    """The matcher of a --planner choice: "zero-shot" (the store's embedder ``base``, no
+    delta), "bundled" (`adapters/matcher/`) or a matcher directory (`load_once`)."""
+    if spec == "zero-shot":
+        return PathMatcher({"name": "zero-shot", "trained": False}, base)
+    directory = BUNDLED if spec == "bundled" else Path(spec)
+    return load_once(directory, embedding_model, "matcher", lambda meta: PathMatcher(
+        {**meta, "trained": True}, encoder_of(directory, meta, embedding_model)))

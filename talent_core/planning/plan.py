@@ -4,8 +4,11 @@ ahead of the language models, so the retriever and the generator see them).
 
 The planner (`MatcherPlanner`): `beam.grow` over the anchors' own paths, scored by the
 question <-> path matcher (`matcher.PathMatcher`: ``scale`` x the cosine of the question
-with the path's words); the plan is the softmax over every path the beam kept, truncated
-as `paths.top_plan`. Several mentions plan each on its own and meet (`joint_plan`).
+with the path's words); where the matcher directory holds a re-ranker
+(`reranker.PathReranker`; none is shipped), the beam's best ``rerank`` paths are scored
+again (`MatcherPlanner.reranked`) and only they are kept; the plan is the softmax over the
+paths kept, truncated as `paths.top_plan`. Several mentions plan each on its own and meet
+(`joint_plan`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,15 @@ from talent_core.conversation import without_words
 from talent_core.explore import planned_hops
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, PlannedPath, path_text
 from talent_core.planning.beam import BeamSettings, complete, grow
-from talent_core.planning.matcher import META_FILE, PathMatcher, bundled_base, load_matcher
+from talent_core.planning.matcher import (
+    BUNDLED,
+    META_FILE,
+    PathMatcher,
+    bundled_base,
+    load_matcher,
+)
 from talent_core.planning.paths import PathT, node_paths, node_prior, plan_text, planned, top_plan
+from talent_core.planning.reranker import RERANKER_DIR, PathReranker, load_reranker
 from talent_core.store import GraphReader
 
 if TYPE_CHECKING:
@@ -48,6 +58,11 @@ class Plan:
     joint: list[str] = field(default_factory=list)  # mentions whose paths meet (`joint_plan`)
 
 
+# chosen on validation questions (bench/README.md, "The path re-ranker")
+RERANK = 5
+RERANK_WEIGHT = 1.0
+
+
 @dataclass
 class MatcherPlanner:
     """The matcher as a planner: the beam's settings and how its plan weighs answers."""
@@ -62,10 +77,26 @@ class MatcherPlanner:
     join_limit: int = 50  # planned ends that join the candidate answers
     mass: float = 0.95
     top: int = 5
+    reranker: PathReranker | None = None
+    rerank: int = RERANK  # the matcher's best paths the re-ranker scores again
+    rerank_weight: float = RERANK_WEIGHT  # lambda: the matcher's weight beside the re-ranker
 
     @property
     def kind(self) -> str:
-        return self.matcher.kind
+        kind = self.matcher.kind
+        return kind if self.reranker is None else f"{kind} + re-ranker"
+
+    def reranked(self, text: str, scores: dict[PathT, float]) -> dict[PathT, float]:
+        """``scores`` (the beam's, by the matcher) as the planner ranks them: with a
+        re-ranker, its best `rerank` only, each scored (logit + lambda x the matcher's) /
+        (1 + lambda): the two scorers' weighted mean, so the plan's softmax is no sharper
+        than either's (the sum was over-confident on validation questions)."""
+        if self.reranker is None or not scores:
+            return scores
+        order = sorted(scores, key=lambda t: (-scores[t], len(t), t))[: self.rerank]
+        logits = self.reranker.score(text, order)
+        lam = self.rerank_weight
+        return {t: (float(z) + lam * scores[t]) / (1 + lam) for t, z in zip(order, logits)}
 
 
 def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candidate) -> Plan:
@@ -86,13 +117,14 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         parts = mention_texts(candidate.question, [names.get(g[0], g[0])
                                                    for g in groups.values()])
         scorers = [_scorers(matcher, matcher.encode_question(t)) for t in parts]
-        joint = joint_plan(store, list(groups.values()), names, scorers, planner)
+        joint = joint_plan(store, list(groups.values()), names, scorers, planner, parts)
         if joint is not None:
             return joint
     text = plan_text(question, [names.get(a, "") for a in candidate.anchors])
     q = matcher.encode_question(text)
     score, quick = _scorers(matcher, q)
     grown = grow(store, candidate.anchors, score, planner.beam, quick)
+    grown.scores = planner.reranked(text, grown.scores)
     order, p = _softmax(grown.scores)
     steps = top_plan(grown.scores, planner.mass, planner.top)
     complete(store, candidate.anchors, grown, [t for t, _ in steps] + order[1:2],
@@ -108,7 +140,7 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         if (plan.paths and tuple(plan.paths[0].rels) == order[0]
                 and planner.index_dim == q.shape[0]):
             plan.paths[0].missing = missing_relation(store, matcher, q,
-                                                     grown.scores[order[0]] / matcher.scale)
+                                                     score([order[0]])[0] / matcher.scale)
     return plan
 
 
@@ -184,15 +216,17 @@ def _scorers(matcher: PathMatcher, q: np.ndarray) -> tuple[Any, Any]:
 
 
 def joint_plan(store: GraphReader, groups: list[list[str]], names: dict[str, str],
-               scorers: list[tuple[Any, Any]], planner: MatcherPlanner) -> Plan | None:
+               scorers: list[tuple[Any, Any]], planner: MatcherPlanner,
+               texts: list[str]) -> Plan | None:
     """Several mentions' plans meeting: of each group of anchors' ``JOINT_TOP`` likeliest
     paths (its own beam, scored against its own words, `mention_texts`), the combination
     with the highest total log-probability whose paths all reach a common node; those
     nodes are the ends of each, the mass shared equally. None when a group has no path or
     no combination meets."""
     options: list[list[tuple[PathT, set[str], float]]] = []
-    for group, (score, quick) in zip(groups, scorers):
+    for group, (score, quick), text in zip(groups, scorers, texts):
         grown = grow(store, group, score, planner.beam, quick)
+        grown.scores = planner.reranked(text, grown.scores)
         order, p = _softmax(grown.scores)
         if not order:
             return None
@@ -240,7 +274,7 @@ def resolve(spec: str, embedding_model: str, embedder: Embedder,
     matcher, no training); "bundled" (the matcher `talent train planner --self` adapted to
     this store, in the data dir, else the shipped one; a store embedding with another model
     than the shipped matcher tunes plans zero-shot); or a matcher directory (`PlannerError`
-    when unusable)."""
+    when unusable). A matcher directory's `RERANKER_DIR`, where it holds one, re-ranks."""
     if spec == "none":
         return None
     dim = getattr(embedder, "dimension", None)  # the store's vectors (its relation index)
@@ -252,7 +286,12 @@ def resolve(spec: str, embedding_model: str, embedder: Embedder,
             log.info("the shipped matcher tunes %s, the store embeds with %s: planning "
                      "zero-shot", bundled_base(), embedding_model)
             spec = "zero-shot"
-    return MatcherPlanner(load_matcher(spec, embedding_model, embedder), index_dim=dim)
+    matcher = load_matcher(spec, embedding_model, embedder)
+    reranker = None
+    if spec != "zero-shot":  # a matcher directory's own re-ranker, where it has one
+        directory = BUNDLED if spec == "bundled" else Path(spec)
+        reranker = load_reranker(directory / RERANKER_DIR, embedding_model)
+    return MatcherPlanner(matcher, index_dim=dim, reranker=reranker)
 
 
 SELF_DIR = "matcher"  # the data dir's own matcher (`talent train planner --self`)

@@ -39,6 +39,8 @@ class SelfDefaults:
     anchors: int = 1500  # entities whose paths are written as questions
     epochs: int = 2
     lr: float = 1e-4
+    rerank_epochs: int = 1  # the re-ranker's fit on the same questions
+    rerank_lr: float = 1e-4
 
 
 SELF = SelfDefaults()

@@ -17,11 +17,9 @@ path), or questions written from a loaded store's own paths (`planning.self_trai
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import random
-import re
-import resource
+import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -33,16 +31,25 @@ import numpy as np
 
 from talent_core.errors import DataError, TrainingBusyError, TrainingDataError
 from talent_core.planning.matcher import (
+    META_FILE,
     Pair,
-    load_meta,
     path_words,
-    read_factors,
     save_matcher,
 )
 from talent_core.planning.paths import PathT
+from talent_core.planning.reranker import RERANKER_DIR
 from talent_core.questions import parse_question
 from talent_core.retrieval.relations import strip_mentions
 from talent_core.store._common import flocked
+from talent_core.training.contrast import (
+    Steps,
+    domain,
+    factors_of,
+    lora_encoder,
+    negative,
+    start_factors,
+    unit_vectors,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +132,6 @@ def metaqa_pairs(files: Sequence[Path], qtypes: dict[str, str]) -> list[Pair]:
 
 # --- the fit --------------------------------------------------------------------------------
 
-TARGETS = r".*encoder\.layer\.\d+\..*(query|key|value|dense)"
 
 
 @dataclass
@@ -166,41 +172,16 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
     ``progress(step, steps, loss)`` is called after every step; ``timings``: more of the
     work's timings (seconds) kept in the meta's ``training``."""
     import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModel, AutoTokenizer
-
-    from talent_core.embedding_common import resolve_model_path
 
     s = settings or FitSettings()
-    start: dict[str, np.ndarray] = {}
-    if init is not None:
-        init_meta = load_meta(init)
-        s.rank, s.alpha = int(init_meta["lora_rank"]), float(init_meta["lora_alpha"])
-        start = read_factors(init, init_meta)
+    start = start_factors(init, s)
     if not pairs:
         raise TrainingDataError("no training pair (question with a labelled relation path)")
-    if s.threads:
-        torch.set_num_threads(s.threads)
-    torch.manual_seed(s.seed)
     rng = random.Random(s.seed)
-    root = resolve_model_path(base_model)
-    tok = AutoTokenizer.from_pretrained(root)
-    base = AutoModel.from_pretrained(root)
-    model = get_peft_model(base, LoraConfig(r=s.rank, lora_alpha=s.alpha, lora_dropout=0.0,
-                                            target_modules=TARGETS))
-    if start:
-        with torch.no_grad():
-            for weight, mod in _lora_modules(model):
-                mod.lora_A["default"].weight.copy_(torch.from_numpy(start[weight + ".A"]))
-                mod.lora_B["default"].weight.copy_(torch.from_numpy(start[weight + ".B"]))
+    tok, model = lora_encoder(base_model, s, start)
 
     def embed(texts: list[str]) -> Any:
-        enc = tok(texts, padding=True, truncation=True, max_length=s.max_length,
-                  return_tensors="pt")
-        out = model(**enc).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).to(out.dtype)
-        pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1)
-        return torch.nn.functional.normalize(pooled, dim=-1)
+        return unit_vectors(tok, model, texts, s.max_length)
 
     def encode(texts: list[str]) -> np.ndarray:
         model.eval()
@@ -211,14 +192,10 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
     by_domain: dict[str, list[PathT]] = defaultdict(list)
     for p in pairs:
         for g in p.gold:
-            by_domain[_domain(g)].append(g)
+            by_domain[domain(g)].append(g)
     vocab = sorted({g for p in [*pairs, *val] for g in p.gold})
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=s.lr)
     steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda k: min(1.0, (k + 1) / max(1, steps // 10)) * max(0.0, 1 - k / steps))
-    t0 = time.perf_counter()
-    step, losses = 0, []
+    fit = Steps([p for p in model.parameters() if p.requires_grad], s.lr, steps, progress)
     order = list(range(len(pairs)))
     for _ in range(s.epochs):
         rng.shuffle(order)
@@ -226,7 +203,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
         for b in range(0, len(order), s.batch):
             batch = [pairs[i] for i in order[b:b + s.batch]]
             pos = [rng.choice(p.gold) for p in batch]
-            neg = [_negative(p, rng, by_domain) for p in batch]
+            neg = [negative(p, rng, by_domain) for p in batch]
             cands = pos + neg
             q = embed([p.text for p in batch])
             c = embed([path_words(t) for t in cands])
@@ -238,91 +215,23 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
                     if j != i and t in gold:
                         mask[i, j] = True
             logits = logits.masked_fill(mask, -1e4)
-            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            step += 1
-            losses.append(float(loss.item()))
-            if progress:
-                progress(step, steps, losses[-1])
-    fit_s = time.perf_counter() - t0
-    factors: dict[str, np.ndarray] = {}
-    for weight, mod in _lora_modules(model):
-        factors[weight + ".A"] = mod.lora_A["default"].weight.detach().numpy()
-        factors[weight + ".B"] = mod.lora_B["default"].weight.detach().numpy()
+            fit.take(torch.nn.functional.cross_entropy(logits, torch.arange(len(batch))))
+    training = {**(timings or {}), **fit.record()}
+    factors = factors_of(model)
     meta: dict[str, Any] = {
         "name": name, "base_model": base_model, "lora_rank": s.rank, "lora_alpha": s.alpha,
         "scale": s.scale, "settings": s.__dict__,
         "trained_on": {**(trained_on or {}), "pairs": len(pairs),
                        "started_from": str(init) if init is not None else None,
                        "sources": sorted({p.source for p in pairs})},
-        "training": {**(timings or {}), "fit_s": round(fit_s, 1), "steps": steps,
-                     "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
-                     "peak_rss_mb": round(resource.getrusage(
-                         resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+        "training": training,
     }
     if val:
         meta["validation"] = path_accuracy(encode, val, vocab)
     save_matcher(output, meta, factors)
     log.info("matcher %s: %d pairs, %d steps in %.0f s -> %s", name, len(pairs), steps,
-             fit_s, output)
+             training["fit_s"], output)
     return meta
-
-
-def _lora_modules(model: Any) -> list[tuple[str, Any]]:
-    """(the adapted weight's name in the base model, its LoRA module) of a peft model."""
-    return [(re.sub(r"^base_model\.model\.", "", name) + ".weight", mod)
-            for name, mod in model.named_modules()
-            if hasattr(mod, "lora_A") and "default" in getattr(mod, "lora_A", {})]
-
-
-def _domain(path: PathT) -> str:
-    """A path's domain: its first relation's first dotted part (Freebase), or "" (MetaQA's
-    relations have one domain)."""
-    head = path[0]
-    return head.split(".")[0] if "." in head else ""
-
-
-def reorderings(path: PathT) -> list[PathT]:
-    """The path's own relations in another order, or one fewer at either end: what a
-    bag of relation words cannot tell from it."""
-    out = set(itertools.permutations(path)) | ({path[:-1], path[1:]} if len(path) > 1 else set())
-    out.discard(path)
-    return sorted(out)
-
-
-def _negative(pair: Pair, rng: random.Random, by_domain: dict[str, list[PathT]]) -> PathT:
-    """A hard negative, one of: the gold path one relation longer (30 %; a relation of a
-    same-domain path: the beam grows paths, so the matcher must prefer stopping where the
-    question does), for a store's own question (--self) its gold's relations reordered
-    or one fewer (30 %: a bag of relation words cannot tell them, the question's order
-    can), for a pair with every other path of its anchor (MetaQA's types, a store's own)
-    one of those, else (WebQSP: labels without the KG) the gold path one
-    relation shorter (10 %), one of the record's other ground paths (30 %), a same-domain
-    path."""
-    gold = set(pair.gold)
-    g = rng.choice(pair.gold)
-    pool = by_domain.get(_domain(g), []) or [g]
-    draw = rng.random()
-    for _ in range(8):
-        if draw < 0.3:
-            t = (*g, rng.choice(rng.choice(pool)))
-        elif draw < 0.6 and pair.source == "self" and len(g) > 1:
-            t = rng.choice(reorderings(g))
-        elif pair.negatives and pair.source != "webqsp":
-            t = rng.choice(pair.negatives)
-        elif draw < 0.4 and len(g) > 1:
-            t = g[:-1]
-        elif draw < 0.7 and pair.negatives:
-            t = rng.choice(pair.negatives)
-        else:
-            t = rng.choice(pool)
-        if t not in gold:
-            return t
-        draw = rng.random()
-    return (*g, g[-1])
 
 
 # --- the commands' entry points -------------------------------------------------------------
@@ -382,7 +291,7 @@ def fit_self(settings: Any, output: Path, *, start: Path | None = None,
     ``epochs``, ``lr``: `self_train.SELF`'s where None), holding
     ``output``'s lock: a second adaptation of the same matcher at once is refused
     (`TrainingBusyError`). ``progress(stage, done, total)``: stage "questions" (anchors)
-    then "fit" (steps)."""
+    then "fit" (steps), then "rerank" (steps; where ``start`` has a re-ranker)."""
     from talent_core.planning.matcher import BUNDLED, bundled_base
     from talent_core.planning.self_train import SELF, store_pairs
     from talent_core.store import open_store
@@ -413,12 +322,21 @@ def fit_self(settings: Any, output: Path, *, start: Path | None = None,
             raise TrainingDataError("the store has no relation path to write a question "
                                     "from: is a KG loaded (talent stats)?")
         cut = len(pairs) - max(1, len(pairs) // 10)
-        return fit_matcher(pairs[:cut], output, name=name, base_model=settings.embedding_model,
+        meta = fit_matcher(pairs[:cut], output, name=name, base_model=settings.embedding_model,
                            settings=FitSettings(epochs=epochs, lr=lr, seed=seed),
                            val=pairs[cut:], init=start, progress=step,
                            trained_on={"self": True, "anchors": anchors, "seed": seed,
                                        "store": str(settings.data_dir)},
                            timings={"questions_s": round(time.perf_counter() - t0, 1)})
+        if start is None or not (start / RERANKER_DIR / META_FILE).is_file():
+            shutil.rmtree(output / RERANKER_DIR, ignore_errors=True)  # a start without one
+        else:
+            from talent_core.training.reranker import fit_rerank_after
+
+            fit_rerank_after(pairs[:cut], output, settings.embedding_model,
+                             init=start / RERANKER_DIR, epochs=SELF.rerank_epochs,
+                             lr=SELF.rerank_lr, seed=seed, progress=progress)
+        return meta
 
 
 LOCK_FILE = ".matcher.lock"

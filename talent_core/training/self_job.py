@@ -52,7 +52,7 @@ def _child(conn: Any, settings: Any, output: str, anchors: int, nice: int) -> No
 
 class SelfAdaptation:
     """One background `--self` run: ``status`` (running, done, failed, cancelled),
-    ``stage`` / ``done`` / ``total`` (questions: anchors; fit: steps), ``result`` (the
+    ``stage`` / ``done`` / ``total`` (questions: anchors; fit, rerank: steps), ``result`` (the
     matcher's meta), ``error`` ((code, message))."""
 
     def __init__(self, settings: Any, anchors: int | None = None, nice: int = 10):

@@ -115,6 +115,28 @@ def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
     assert r.exit_code == 2 and "not a matcher directory" in r.output
 
 
+def test_train_planner_with_its_re_ranker_then_ask(use_toy, tmp_path, tiny):
+    """`--rerank`: the path re-ranker fitted after the matcher on the same questions, in
+    the matcher directory's reranker/; an ask with that directory plans with both."""
+    out_dir = tmp_path / "ranked"
+    labels = write_labels(tmp_path / "labels.jsonl")
+    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1",
+            "--rank", "8", "--alpha", "16", "--rerank")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["reranker"] == str(out_dir / "reranker")
+    meta = json.loads((out_dir / "reranker" / "matcher.json").read_text())
+    assert meta["role"] == "reranker" and meta["trained_on"]["pairs"] == 5
+    assert meta["trained_on"]["started_from"] == str(out_dir)  # the matcher lends its encoder
+    r = run(*ask_args(tiny), "--planner", str(out_dir))
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["planner"] == "matcher (ranked) + re-ranker" and got["plan"]
+    assert len(got["plan"]) <= 5  # the re-ranker keeps the matcher's best five
+    r = run("train", "planner", "--self", "--rerank")
+    assert r.exit_code == 2 and "--rerank is for labelled questions" in r.output
+
+
 def test_a_matcher_of_another_base_model_is_refused(use_toy, tmp_path, tiny):
     from talent_core.planning.matcher import save_matcher
 
@@ -229,3 +251,43 @@ def test_self_trained_matcher_is_the_stores_bundled_planner(tmp_path, monkeypatc
             assert all(x["prior"] is not None for x in got["ranked"])
         finally:
             get_settings.cache_clear()
+
+
+def test_self_adapts_the_re_ranker_its_start_has(tmp_path, monkeypatch, use_toy, tiny):
+    """`--self --from DIR`: where DIR holds a re-ranker, the adapted matcher gets one too,
+    fitted from DIR's on the same store questions; from a start without one, none is
+    left behind."""
+    from toy_store import toy_data_dir
+
+    from talent_core.config import get_settings
+
+    start = tmp_path / "start"
+    labels = write_labels(tmp_path / "labels.jsonl")
+    r = run("train", "planner", str(labels), "-o", str(start), "--epochs", "1", "--rank", "4",
+            "--alpha", "8", "--rerank")
+    assert r.exit_code == 0, r.output
+    with toy_data_dir(tmp_path / "data") as env:
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        get_settings.cache_clear()
+        try:
+            own = tmp_path / "own"
+            r = run("train", "planner", "--self", "--from", str(start), "-o", str(own),
+                    "--anchors", "20", "--epochs", "1")
+            assert r.exit_code == 0, r.output
+            assert json.loads(r.stdout.strip().splitlines()[-1])["reranker"] == str(
+                own / "reranker")
+            meta = json.loads((own / "reranker" / "matcher.json").read_text())
+            assert meta["role"] == "reranker" and meta["trained_on"]["sources"] == ["self"]
+            assert meta["trained_on"]["started_from"] == str(start / "reranker")
+            r = run(*ask_args(tiny), "--planner", str(own))
+            assert r.exit_code == 0, r.output
+            assert json.loads(r.stdout)["planner"] == "matcher (self) + re-ranker"
+            shutil.rmtree(start / "reranker")
+            r = run("train", "planner", "--self", "--from", str(start), "-o", str(own),
+                    "--anchors", "20", "--epochs", "1")
+            assert r.exit_code == 0, r.output
+            assert not (own / "reranker").exists()  # the start has none: neither has it
+        finally:
+            get_settings.cache_clear()
+

@@ -13,14 +13,14 @@ from retrieval_helpers import BowEmbedder, kb, memory_store
 from talent_core.errors import DataError
 from talent_core.planning.matcher import Pair, load_matcher, path_words
 from talent_core.planning.self_train import store_pairs, write_question
+from talent_core.training.contrast import negative as _negative
+from talent_core.training.contrast import reorderings
 from talent_core.training.matcher import (
     FitSettings,
-    _negative,
     fit_matcher,
     metaqa_pairs,
     metaqa_type_path,
     read_pairs,
-    reorderings,
     webqsp_pairs,
 )
 from talent_core.training.path_labels import PathLabelRecord
