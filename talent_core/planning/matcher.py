@@ -250,11 +250,17 @@ def encoder_of(directory: Path, meta: dict[str, Any], embedding_model: str) -> A
     return NumpyBertEmbedder(embedding_model, deltas=read_deltas(directory, meta))
 
 
+def matcher_directory(spec: str) -> Path:
+    """The directory of a --planner choice other than "zero-shot": "bundled" is
+    `adapters/matcher/`, anything else names one."""
+    return BUNDLED if spec == "bundled" else Path(spec)
+
+
 def load_matcher(spec: str, embedding_model: str, base: Any) -> PathMatcher:
     """The matcher of a --planner choice: "zero-shot" (the store's embedder ``base``, no
     delta), "bundled" (`adapters/matcher/`) or a matcher directory (`load_once`)."""
     if spec == "zero-shot":
         return PathMatcher({"name": "zero-shot", "trained": False}, base)
-    directory = BUNDLED if spec == "bundled" else Path(spec)
+    directory = matcher_directory(spec)
     return load_once(directory, embedding_model, "matcher", lambda meta: PathMatcher(
         {**meta, "trained": True}, encoder_of(directory, meta, embedding_model)))

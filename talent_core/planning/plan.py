@@ -28,11 +28,11 @@ from talent_core.explore import planned_hops
 from talent_core.models import Candidate, CandidateEdge, CandidateNode, PlannedPath, path_text
 from talent_core.planning.beam import BeamSettings, complete, grow
 from talent_core.planning.matcher import (
-    BUNDLED,
     META_FILE,
     PathMatcher,
     bundled_base,
     load_matcher,
+    matcher_directory,
 )
 from talent_core.planning.paths import PathT, node_paths, node_prior, plan_text, planned, top_plan
 from talent_core.planning.reranker import RERANKER_DIR, PathReranker, load_reranker
@@ -124,7 +124,8 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
     q = matcher.encode_question(text)
     score, quick = _scorers(matcher, q)
     grown = grow(store, candidate.anchors, score, planner.beam, quick)
-    grown.scores = planner.reranked(text, grown.scores)
+    by_matcher = grown.scores
+    grown.scores = planner.reranked(text, by_matcher)
     order, p = _softmax(grown.scores)
     steps = top_plan(grown.scores, planner.mass, planner.top)
     complete(store, candidate.anchors, grown, [t for t, _ in steps] + order[1:2],
@@ -140,7 +141,7 @@ def matcher_plan(planner: MatcherPlanner, store: GraphReader, candidate: Candida
         if (plan.paths and tuple(plan.paths[0].rels) == order[0]
                 and planner.index_dim == q.shape[0]):
             plan.paths[0].missing = missing_relation(store, matcher, q,
-                                                     score([order[0]])[0] / matcher.scale)
+                                                     by_matcher[order[0]] / matcher.scale)
     return plan
 
 
@@ -289,8 +290,7 @@ def resolve(spec: str, embedding_model: str, embedder: Embedder,
     matcher = load_matcher(spec, embedding_model, embedder)
     reranker = None
     if spec != "zero-shot":  # a matcher directory's own re-ranker, where it has one
-        directory = BUNDLED if spec == "bundled" else Path(spec)
-        reranker = load_reranker(directory / RERANKER_DIR, embedding_model)
+        reranker = load_reranker(matcher_directory(spec) / RERANKER_DIR, embedding_model)
     return MatcherPlanner(matcher, index_dim=dim, reranker=reranker)
 
 

@@ -125,6 +125,16 @@ def domain(path: PathT) -> str:
     return head.split(".")[0] if "." in head else ""
 
 
+def by_domain(pairs: Any) -> dict[str, list[PathT]]:
+    """Every gold path of ``pairs`` under its `domain` (repeats kept: a common path is
+    drawn as a negative as often as it is asked)."""
+    out: dict[str, list[PathT]] = {}
+    for p in pairs:
+        for g in p.gold:
+            out.setdefault(domain(g), []).append(g)
+    return out
+
+
 def reorderings(path: PathT) -> list[PathT]:
     """The path's own relations in another order, or one fewer at either end: what a
     bag of relation words cannot tell from it."""

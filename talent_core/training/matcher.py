@@ -43,7 +43,7 @@ from talent_core.retrieval.relations import strip_mentions
 from talent_core.store._common import flocked
 from talent_core.training.contrast import (
     Steps,
-    domain,
+    by_domain,
     factors_of,
     lora_encoder,
     negative,
@@ -189,10 +189,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
             vecs = [embed(texts[i:i + 256]).numpy() for i in range(0, len(texts), 256)]
         return np.concatenate(vecs) if vecs else np.zeros((0, 384), np.float32)
 
-    by_domain: dict[str, list[PathT]] = defaultdict(list)
-    for p in pairs:
-        for g in p.gold:
-            by_domain[domain(g)].append(g)
+    domains = by_domain(pairs)
     vocab = sorted({g for p in [*pairs, *val] for g in p.gold})
     steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
     fit = Steps([p for p in model.parameters() if p.requires_grad], s.lr, steps, progress)
@@ -203,7 +200,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
         for b in range(0, len(order), s.batch):
             batch = [pairs[i] for i in order[b:b + s.batch]]
             pos = [rng.choice(p.gold) for p in batch]
-            neg = [negative(p, rng, by_domain) for p in batch]
+            neg = [negative(p, rng, domains) for p in batch]
             cands = pos + neg
             q = embed([p.text for p in batch])
             c = embed([path_words(t) for t in cands])

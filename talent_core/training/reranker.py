@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from talent_core.planning.paths import PathT
 from talent_core.planning.reranker import RERANKER_DIR, ROLE, pair_text
 from talent_core.training.contrast import (
     Steps,
+    by_domain,
     domain,
     factors_of,
     lora_encoder,
@@ -64,15 +64,12 @@ def mine(pairs: Sequence[Pair], matcher: PathMatcher, k: int = 8) -> list[list[P
     """Per pair, the ``k`` non-gold paths the bi-encoder ``matcher`` scores highest: of the
     pair's own negatives (its anchor's other paths) where it has several, else of the
     gold paths of every pair in the same domain (WebQSP's labels, no KG behind them)."""
-    by_domain: dict[str, set[PathT]] = defaultdict(set)
-    for p in pairs:
-        for g in p.gold:
-            by_domain[domain(g)].add(g)
+    domains = by_domain(pairs)
     out = []
     for p in pairs:
         gold = set(p.gold)
         pool = p.negatives if len(p.negatives) >= 2 and p.source != "webqsp" else sorted(
-            by_domain.get(domain(p.gold[0]), set()) | set(p.negatives))
+            set(domains.get(domain(p.gold[0]), [])) | set(p.negatives))
         pool = [t for t in dict.fromkeys(pool) if t not in gold]
         if not pool:
             out.append([])
@@ -110,10 +107,7 @@ def fit_reranker(pairs: Sequence[Pair], hard: Sequence[Sequence[PathT]], output:
     def logits(texts: list[str]) -> Any:
         return scale * head(unit_vectors(tok, model, texts, s.max_length)).squeeze(-1)
 
-    by_domain: dict[str, list[PathT]] = defaultdict(list)
-    for p in pairs:
-        for g in p.gold:
-            by_domain[domain(g)].append(g)
+    domains = by_domain(pairs)
     params = [p for p in model.parameters() if p.requires_grad] + list(head.parameters())
     steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
     fit = Steps(params, s.lr, steps, progress)
@@ -131,7 +125,7 @@ def fit_reranker(pairs: Sequence[Pair], hard: Sequence[Sequence[PathT]], output:
                 mined = list(hard[i])
                 cands += rng.sample(mined, min(s.hard, len(mined)))
                 for _ in range(s.draws):
-                    cands.append(negative(p, rng, by_domain))
+                    cands.append(negative(p, rng, domains))
                 cands = [cands[0]] + [t for t in dict.fromkeys(cands[1:])
                                       if t not in gold and t != cands[0]]
                 spans.append((len(texts), len(texts) + len(cands)))
