@@ -9,8 +9,11 @@ words among the members' relations with comparable values: no word list per KG."
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from talent_core.explore import is_cvt
 from talent_core.models import Candidate, Operation, OperationResult, StoreQuery, path_text
@@ -30,6 +33,11 @@ SAMPLE = 50  # members read to tell which relations have comparable values
 SHOWN = 10  # ids of a list parameter shown in the evidence
 CLOSE = 0.05  # two value relations within this cosine of each other: unsure
 READINGS = 3  # planned paths a filter or superlative may read (the first whose members compare)
+# a count's path: the plan's best COUNTED paths by ln p + NOUN_WEIGHT x the cosine of the
+# counted noun with NOUN_NAMES of the path's ends' names (chosen on dev: bench/README)
+COUNTED = 4
+NOUN_WEIGHT = 6.0
+NOUN_NAMES = 30
 
 
 @dataclass
@@ -134,18 +142,54 @@ def count_path(store: GraphReader, anchors: Sequence[str], rels: Sequence[str],
 def _count(op: Operation, store: GraphReader, planner: MatcherPlanner, candidate: Candidate,
            plan: Plan, rels: list[str], members: list[str], plain: PlainSet) -> OperationResult:
     noun = op.noun or "answers"
-    out = OperationResult(op="count", answer_type="number", path=path_text(rels) or None,
-                          listed=plain.names[:LISTED])
+    out = OperationResult(op="count", answer_type="number", listed=plain.names[:LISTED])
     if rels and not plan.joint:
+        counted = counted_path(store, planner, plan, op.noun) or rels
+        if counted != rels:  # the list shown is the set counted
+            ids = sorted(plan.ends.get(path_text(counted), set()))[:LISTED]
+            out.listed = [n for n in _names(store, ids).values() if not is_cvt(n)]
+        rels = counted
         n, out.queries = count_path(store, candidate.anchors, rels, planner.beam.walk_limit)
     else:  # several mentions meeting: the set is their intersection, counted here
         n = len(members)
         if not rels:
             out.notice = "no relation path was planned: counted the answers listed"
+    out.path = path_text(rels) or None
     out.members = n
     out.answer = [str(n)]
     out.text = f"{n} {noun}"
     return out
+
+
+def counted_path(store: GraphReader, planner: MatcherPlanner, plan: Plan, noun: str
+                 ) -> list[str]:
+    """The path a count counts: a count names what it counts ("how many *professions*")
+    and the right path's ends look like it, where the planner's top path may read a
+    co-member path ("the other holders of X's professions": `profession > profession`,
+    people) at a close probability. Of the plan's best COUNTED paths, the one with the
+    largest ln p + NOUN_WEIGHT x mean cos(noun, the names of its first NOUN_NAMES ends)
+    (the matcher's encoder); [] without a noun or a plan."""
+    paths = [pp for pp in plan.paths[:COUNTED] if plan.ends.get(pp.text)]
+    if not noun or not paths:
+        return []
+    if len(paths) == 1:
+        return list(paths[0].rels)
+    encode = planner.matcher.embedder.encode
+    q = _unit(np.asarray(encode([noun]), dtype=np.float32))[0]
+    best, best_score = [], -math.inf
+    for pp in paths:
+        ids = sorted(plan.ends[pp.text])[:NOUN_NAMES]
+        names = [n for n in _names(store, ids).values() if n and not is_cvt(n)]
+        like = float((_unit(np.asarray(encode(names), dtype=np.float32)) @ q).mean()) \
+            if names else 0.0
+        score = math.log(max(pp.prob, 1e-6)) + NOUN_WEIGHT * like
+        if score > best_score:
+            best, best_score = list(pp.rels), score
+    return best
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
 def _value_relation(store: GraphReader, planner: MatcherPlanner, ids: Sequence[str],
@@ -336,17 +380,19 @@ def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
 def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner,
             groups: list[tuple[str, list[str]]]) -> OperationResult:
     """Whether the path the question asks for leads from one entity to the other: each
-    entity plans it (the matcher's top path from it), and yes when either reading reaches
+    entity plans it (the matcher's top path from it for the question without its own name,
+    the other's kept), and yes when either reading reaches
     the other entity (Freebase holds many facts under one of an inverse pair only:
     `tourist_attractions` from the city or `near_travel_destination` from the
     attraction). Measured limit: an entity that lacks the asked relation plans its best
     available one, which may reach the other ("did [an actor] direct [a film whose
     director the KG lacks]" reads `starred_actors`: a wrong yes; bench/README)."""
     out = OperationResult(op="exists", answer_type="yes/no", members=len(groups))
-    text = plan_text(unbracketed(op.base), [n for n, _ in groups])
     sides = []
     for (name, g), (other, targets) in ((groups[0], groups[1]), (groups[1], groups[0])):
-        best = _best_path(store, planner, g, text)
+        # the other entity's name stays in what is planned: it tells what kind of thing is
+        # asked of this one ("does [X] play [Rock music]": a genre, not an instrument)
+        best = _best_path(store, planner, g, plan_text(unbracketed(op.base), [name]))
         if best is None:
             continue
         t, score = best

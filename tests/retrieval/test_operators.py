@@ -169,6 +169,36 @@ def test_count_of_a_two_relation_path_and_of_a_big_set():
     assert queries[0].sizes == {"ids": 1, "exclude": 1}
 
 
+def test_a_count_counts_the_planned_path_whose_ends_look_like_its_noun(planner):
+    # "how many profession titles does [Twain] have": the plan's top path reads Twain's
+    # co-members (the other holders of his professions, people) at p 0.6; its runner-up
+    # reaches the professions themselves, whose names the counted noun is like
+    s = memory_store(kb("""
+Twain|profession|Writer profession
+Twain|profession|Humorist profession
+Poe|profession|Writer profession
+Austen|profession|Writer profession
+Swift|profession|Humorist profession
+"""), BowEmbedder())
+    op = recognise("how many profession titles does [Twain] have")
+    assert op.noun == "profession"
+    walked = {t: {e for _, e in s.follow(list(f), t[-1], 100)} for t, f in
+              ((("profession",), {"Twain"}),
+               (("profession", "profession"), {"Writer profession", "Humorist profession"}))}
+    co = walked[("profession", "profession")] - {"Twain"}
+    plan = Plan(paths=[PlannedPath(rels=["profession", "profession"], prob=0.6, ends=len(co)),
+                       PlannedPath(rels=["profession"], prob=0.4, ends=2)],
+                ends={"profession > profession": co, "profession": walked[("profession",)]})
+    plain = PlainSet(sorted(co), sorted(co), "profession > profession")
+    got = apply(op, s, planner, cand(op.base, "Twain"), plan, plain)
+    assert (got.answer, got.path) == (["2"], "profession")
+    assert sorted(got.listed) == ["Humorist profession", "Writer profession"]
+    # a plan of one path counts it, whatever its ends look like
+    one = Plan(paths=plan.paths[:1], ends={"profession > profession": co})
+    got = apply(op, s, planner, cand(op.base, "Twain"), one, plain)
+    assert (got.answer, got.path, got.listed) == (["3"], "profession > profession", plain.names)
+
+
 def test_filter_keeps_the_members_whose_value_passes(store, planner):
     op = recognise("which movies directed by [Steven Spielberg] were released after 1990")
     plan, plain = films_plan(store, "Steven Spielberg")
