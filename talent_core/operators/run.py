@@ -380,19 +380,17 @@ def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
 def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner,
             groups: list[tuple[str, list[str]]]) -> OperationResult:
     """Whether the path the question asks for leads from one entity to the other: each
-    entity plans it (the matcher's top path from it for the question without its own name,
-    the other's kept), and yes when either reading reaches
+    entity plans it (the matcher's top path from it), and yes when either reading reaches
     the other entity (Freebase holds many facts under one of an inverse pair only:
     `tourist_attractions` from the city or `near_travel_destination` from the
     attraction). Measured limit: an entity that lacks the asked relation plans its best
     available one, which may reach the other ("did [an actor] direct [a film whose
     director the KG lacks]" reads `starred_actors`: a wrong yes; bench/README)."""
     out = OperationResult(op="exists", answer_type="yes/no", members=len(groups))
+    text = plan_text(unbracketed(op.base), [n for n, _ in groups])
     sides = []
     for (name, g), (other, targets) in ((groups[0], groups[1]), (groups[1], groups[0])):
-        # the other entity's name stays in what is planned: it tells what kind of thing is
-        # asked of this one ("does [X] play [Rock music]": a genre, not an instrument)
-        best = _best_path(store, planner, g, plan_text(unbracketed(op.base), [name]))
+        best = _best_path(store, planner, g, text)
         if best is None:
             continue
         t, score = best
