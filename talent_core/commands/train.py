@@ -294,7 +294,8 @@ def train_planner(
                                                 f"{SELF.anchors})")] = None,
     epochs: Annotated[int | None, typer.Option(
         min=1, help=f"(default 2; --self {SELF.epochs})")] = None,
-    lr: Annotated[float | None, typer.Option(min=0.0, help="learning rate (default 3e-4; "
+    lr: Annotated[float | None, typer.Option(min=0.0, help="learning rate, of the matcher "
+                                             "and of --rerank's re-ranker (default 3e-4; "
                                              f"--self {SELF.lr:g})")] = None,
     rank: Annotated[int, typer.Option(min=1, help="LoRA rank of a fresh matcher")] = 16,
     alpha: Annotated[float, typer.Option(min=0.0, help="LoRA alpha of a fresh matcher")
@@ -332,17 +333,18 @@ def train_planner(
         pairs, val_pairs = matcher_training.read_pairs(questions, metaqa_types, val or [])
         meta = matcher_training.fit_matcher(
             pairs, output, name=name or output.name, base_model=settings.embedding_model,
-            settings=matcher_training.FitSettings(epochs=epochs or 2, lr=lr or 3e-4,
+            settings=matcher_training.FitSettings(epochs=epochs or 2,
+                                                  lr=lr or matcher_training.FitSettings.lr,
                                                   rank=rank, alpha=alpha),
             val=val_pairs,
             trained_on={"files": [p.name for p in questions]}, init=start,
             progress=matcher_training.log_progress)
         out = output
         if rerank:
-            from talent_core.training.reranker import fit_rerank_after
+            from talent_core.training.reranker import RerankSettings, fit_rerank_after
 
             fit_rerank_after(pairs, output, settings.embedding_model, init=output,
-                             epochs=epochs or 2, lr=3e-4)
+                             epochs=epochs or 2, lr=lr or RerankSettings.lr)
     from talent_core.planning.reranker import RERANKER_DIR
 
     typer.echo(json.dumps({"matcher": str(out), "trained_on": meta["trained_on"],

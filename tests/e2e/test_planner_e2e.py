@@ -121,12 +121,13 @@ def test_train_planner_with_its_re_ranker_then_ask(use_toy, tmp_path, tiny):
     out_dir = tmp_path / "ranked"
     labels = write_labels(tmp_path / "labels.jsonl")
     r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1",
-            "--rank", "8", "--alpha", "16", "--rerank")
+            "--rank", "8", "--alpha", "16", "--lr", "2e-4", "--rerank")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["reranker"] == str(out_dir / "reranker")
     meta = json.loads((out_dir / "reranker" / "matcher.json").read_text())
     assert meta["role"] == "reranker" and meta["trained_on"]["pairs"] == 5
+    assert meta["settings"]["lr"] == 2e-4  # --lr is the re-ranker's too
     assert meta["trained_on"]["started_from"] == str(out_dir)  # the matcher lends its encoder
     r = run(*ask_args(tiny), "--planner", str(out_dir))
     assert r.exit_code == 0, r.output
