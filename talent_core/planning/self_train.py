@@ -7,7 +7,8 @@ anchor really has, CVT nodes walked through), one of each length where it has on
 path written as a question: a noun phrase grown outward from the anchor's name, one
 relation's words at a time (`phrase`: "the genre of X", "the ones directed by X", read
 either way since paths ignore direction; a relation repeated in a row as sharing, "the
-ones that share the written by with X", the reading of MetaQA-style co-member questions), in
+ones that share the written by with X", the reading of MetaQA-style co-member questions,
+or as its two steps), in
 a question's frame, or as keywords; the anchor's name removed as the planner removes it.
 The anchor's other sampled paths are the pair's hard negatives (and, in `training.matcher`,
 the gold's own relations reordered). No answer and no label of any question is read: only
@@ -67,7 +68,8 @@ def _step(np: str, rel: str, rng: random.Random) -> str:
     head = rng.choice(HEADS)
     forms = [f"the {w} of {np}", f"the {head} whose {w} is {np}", f"the {head} with {np} as {w}"]
     if w.endswith(" by"):  # a participle: "directed by" reads "the things directed by X"
-        forms.append(f"the {head} {w} {np}")
+        forms.append(f"the {head} {w} {np}")  # and its agent "the ones that directed X"
+        forms.append(f"the {head} that {w[:-3]} {np}")
     return rng.choice(forms)
 
 
@@ -84,13 +86,15 @@ def _share(np: str, rel: str, rng: random.Random) -> str:
 def write_question(path: PathT, name: str, rng: random.Random) -> str:
     """One question asking for ``path`` from the entity called ``name``: a noun phrase
     grown from the name one relation at a time (a relation repeated in a row read as
-    sharing: "the ones that share the written by with [X]"), in a question's frame. Every
-    relation's words appear, in the path's order read outward from the name."""
+    sharing: "the ones that share the written by with [X]", or as two steps: "the ones
+    directed by the ones that directed [X]"), in a question's frame. Every
+    relation's words appear (a participle's agent without its "by"), in the path's order
+    read outward from the name."""
     if rng.random() < 0.125:  # as keywords: "[X] starred actors directed by"
         return " ".join([name, *(phrase(r) for r in path)])
     np, i = name, 0
     while i < len(path):
-        if i + 1 < len(path) and path[i + 1] == path[i]:
+        if i + 1 < len(path) and path[i + 1] == path[i] and rng.random() < 0.5:
             np, i = _share(np, path[i], rng), i + 2
         else:
             np, i = _step(np, path[i], rng), i + 1
