@@ -50,6 +50,7 @@ _MORE_THAN = re.compile(r"\b(more|fewer|less)\b", re.I)
 _YES_NO = re.compile(r"^\s*(did|does|do|is|was|were|are|has|have|had)\b", re.I)
 _AUX = {"did", "does", "do", "is", "was", "were", "are", "has", "have", "had", "been", "be",
         "that", "which", "who", "get", "got"}
+_PREPOSITIONS = {"of", "by", "in", "on", "for", "with", "from", "to", "at", "as", "about"}
 _BRACKETS = re.compile(r"\[[^\]]*\]")
 _DO = re.compile(r"\b(did|does|do)\b", re.I)
 
@@ -96,9 +97,8 @@ def recognise(question: str) -> Operation | None:
     count = _COUNT.match(masked)
     if count:
         rest = question[count.end():].strip()
-        noun = rest.split()[0].strip("?,.").lower() if rest else ""
         return Operation(question=asked, op="count", base="which " + rest,
-                         cue=count.group().strip(), noun=noun)
+                         cue=count.group().strip(), noun=counted_noun(rest))
     found = _FILTER.search(masked)
     if found:
         start = _clause_start(masked, found.start())
@@ -129,6 +129,22 @@ def recognise(question: str) -> Operation | None:
         return Operation(question=asked, op="exists", base=question,
                          cue=yes_no.group(1).lower(), yes_no=True)
     return None
+
+
+def counted_noun(rest: str) -> str:
+    """What a count counts, as written after its cue: the noun phrase up to its plural
+    ("record labels", "tourist attractions", "films"), stopping before an auxiliary, a
+    preposition, a participle or a [bracket]; at most three words."""
+    words: list[str] = []
+    for w in rest.split()[:3]:
+        low = w.strip("?,.!").lower()
+        if w.startswith("[") or not low or low in _AUX or low in _PREPOSITIONS \
+                or (words and low.endswith(("ed", "ing"))):
+            break
+        words.append(low)
+        if low.endswith("s") and not low.endswith("ss"):
+            break
+    return " ".join(words)
 
 
 def unbracketed(question: str) -> str:
