@@ -8,8 +8,8 @@ path written as a question: a noun phrase grown outward from the anchor's name, 
 relation's words at a time (`phrase`: "the genre of X", "the ones directed by X", read
 either way since paths ignore direction; a relation repeated in a row as sharing, "the
 ones that share the written by with X", the reading of MetaQA-style co-member questions,
-or as its two steps), in
-a question's frame, or as keywords; the anchor's name removed as the planner removes it.
+or as its two steps), in a question's frame, or as keywords; the anchor's name removed as
+the planner removes it.
 The anchor's other sampled paths are the pair's hard negatives (and, in `training.matcher`,
 the gold's own relations reordered). No answer and no label of any question is read: only
 the store.
