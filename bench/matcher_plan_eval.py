@@ -33,6 +33,13 @@ from talent_core.text import answer_key
 from talent_core.training.matcher import metaqa_qtypes, metaqa_type_path
 
 
+def line_qtypes(questions: Path, metaqa: Path) -> dict[int, str | None]:
+    """The MetaQA question type of each line of a question file (by its line index)."""
+    types = metaqa_qtypes(metaqa)
+    return {i: types.get(line.strip())
+            for i, line in enumerate(questions.read_text(encoding="utf-8").splitlines())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("questions", type=Path)
@@ -45,11 +52,7 @@ def main() -> None:
                     help="plan every question a second time and report that pass's latency "
                          "too (the path texts then embedded, as in a long-running process)")
     a = ap.parse_args()
-    qtypes = {}
-    if a.metaqa:
-        raw = a.questions.read_text(encoding="utf-8").splitlines()
-        all_types = metaqa_qtypes(a.metaqa)
-        qtypes = {i: all_types.get(line.strip()) for i, line in enumerate(raw)}
+    qtypes = line_qtypes(a.questions, a.metaqa) if a.metaqa else {}
     p = Pipeline(planner=a.planner)
     rows = []
     for i, rec in enumerate(read_questions(a.questions, a.format, a.limit)):

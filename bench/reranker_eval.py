@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -31,7 +32,10 @@ from talent_core.planning.plan import _scorers
 from talent_core.planning.reranker import load_reranker
 from talent_core.questions import read_questions
 from talent_core.text import answer_key
-from talent_core.training.matcher import metaqa_qtypes, metaqa_type_path
+from talent_core.training.matcher import metaqa_type_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from matcher_plan_eval import line_qtypes  # noqa: E402
 
 
 def pick(row: dict, r: int, lam: float | None) -> dict | None:
@@ -82,11 +86,7 @@ def main() -> None:
     ap.add_argument("--lam", default="0,0.1,0.25,0.5,1")
     ap.add_argument("-o", "--out", type=Path, default=None)
     a = ap.parse_args()
-    qtypes = {}
-    if a.metaqa:
-        raw = a.questions.read_text(encoding="utf-8").splitlines()
-        all_types = metaqa_qtypes(a.metaqa)
-        qtypes = {i: all_types.get(line.strip()) for i, line in enumerate(raw)}
+    qtypes = line_qtypes(a.questions, a.metaqa) if a.metaqa else {}
     rows = vocab_eval(a)["all"] if a.vocab else []
     p = Pipeline(planner=a.planner) if not a.vocab else None
     planner = p.planner if p else None

@@ -175,7 +175,7 @@ def counted_path(store: GraphReader, planner: MatcherPlanner, plan: Plan, noun: 
     if len(paths) == 1:
         return list(paths[0].rels)
     encode = planner.matcher.embedder.encode
-    q = _unit(np.asarray(encode([noun]), dtype=np.float32))[0]
+    q = planner.matcher.encode_question(noun)
     best, best_score = [], -math.inf
     for pp in paths:
         ids = sorted(plan.ends[pp.text])[:NOUN_NAMES]

@@ -77,6 +77,12 @@ def unit_vectors(tok: Any, model: Any, texts: list[str], max_length: int) -> Any
     return torch.nn.functional.normalize(pooled, dim=-1)
 
 
+def step_count(items: int, batch: int, epochs: int) -> int:
+    """Optimiser steps of a fit: ``epochs`` passes over ``items`` in batches of ``batch``
+    (the last batch of a pass may be short)."""
+    return epochs * ((items + batch - 1) // batch)
+
+
 class Steps:
     """AdamW under a linear warm-up (the first tenth of the steps) and a linear decay to 0:
     `take` one step per batch's loss; `record` is the meta's training record."""

@@ -48,6 +48,7 @@ from talent_core.training.contrast import (
     lora_encoder,
     negative,
     start_factors,
+    step_count,
     unit_vectors,
 )
 
@@ -191,7 +192,7 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
 
     domains = by_domain(pairs)
     vocab = sorted({g for p in [*pairs, *val] for g in p.gold})
-    steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
+    steps = step_count(len(pairs), s.batch, s.epochs)
     fit = Steps([p for p in model.parameters() if p.requires_grad], s.lr, steps, progress)
     order = list(range(len(pairs)))
     for _ in range(s.epochs):

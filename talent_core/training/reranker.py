@@ -40,6 +40,7 @@ from talent_core.training.contrast import (
     lora_encoder,
     negative,
     start_factors,
+    step_count,
     unit_vectors,
 )
 
@@ -109,7 +110,7 @@ def fit_reranker(pairs: Sequence[Pair], hard: Sequence[Sequence[PathT]], output:
 
     domains = by_domain(pairs)
     params = [p for p in model.parameters() if p.requires_grad] + list(head.parameters())
-    steps = s.epochs * ((len(pairs) + s.batch - 1) // s.batch)
+    steps = step_count(len(pairs), s.batch, s.epochs)
     fit = Steps(params, s.lr, steps, progress)
     order = list(range(len(pairs)))
     model.train()
