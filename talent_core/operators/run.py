@@ -174,14 +174,16 @@ def counted_path(store: GraphReader, planner: MatcherPlanner, plan: Plan, noun: 
         return []
     if len(paths) == 1:
         return list(paths[0].rels)
-    encode = planner.matcher.embedder.encode
     q = planner.matcher.encode_question(noun)
+    first = {pp.text: sorted(plan.ends[pp.text])[:NOUN_NAMES] for pp in paths}
+    named = _names(store, sorted({i for ids in first.values() for i in ids}))
+    texts = sorted({n for n in named.values() if n and not is_cvt(n)})
+    cos = dict(zip(texts, (_unit(np.asarray(planner.matcher.embedder.encode(texts),
+                                            dtype=np.float32)) @ q).tolist())) if texts else {}
     best, best_score = [], -math.inf
-    for pp in paths:
-        ids = sorted(plan.ends[pp.text])[:NOUN_NAMES]
-        names = [n for n in _names(store, ids).values() if n and not is_cvt(n)]
-        like = float((_unit(np.asarray(encode(names), dtype=np.float32)) @ q).mean()) \
-            if names else 0.0
+    for pp in paths:  # one name lookup and one encoder pass for all the paths
+        names = [named[i] for i in first[pp.text] if named.get(i) in cos]
+        like = float(np.mean([cos[n] for n in names])) if names else 0.0
         score = math.log(max(pp.prob, 1e-6)) + NOUN_WEIGHT * like
         if score > best_score:
             best, best_score = list(pp.rels), score
@@ -345,12 +347,13 @@ def _compare_values(op: Operation, store: GraphReader, planner: MatcherPlanner,
 
 def _best_path(store: GraphReader, planner: MatcherPlanner, anchors: list[str], text: str
                ) -> tuple[PathT, float] | None:
-    """The matcher's best path from ``anchors`` for ``text`` (the beam's top) and its
-    score."""
+    """The planner's best path from ``anchors`` for ``text`` (the beam's top, as the
+    planner's re-ranker orders it where it has one) and its score."""
     score, quick = text_scorers(planner, text)
     grown = grow(store, anchors, score, planner.beam, quick)
-    best = min(grown.scores, key=lambda t: (-grown.scores[t], len(t), t), default=None)
-    return None if best is None else (best, grown.scores[best])
+    scores = planner.reranked(text, grown.scores)
+    best = min(scores, key=lambda t: (-scores[t], len(t), t), default=None)
+    return None if best is None else (best, scores[best])
 
 
 def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
