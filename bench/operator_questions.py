@@ -4,6 +4,7 @@
     python bench/operator_questions.py --webqsp             # bench/operator_questions_webqsp.tsv
     python bench/operator_questions.py --webqsp-fresh  # bench/operator_questions_webqsp_fresh.tsv
     python bench/operator_questions.py --webqsp-third  # bench/operator_questions_webqsp_third.tsv
+    python bench/operator_questions.py --webqsp-compare  # ..._webqsp_compare.tsv
     python bench/operator_questions.py --free               # bench/operator_questions_free.tsv
 
 MetaQA (`../shared/data/metaqa/kb.txt`): 50 questions for each of count, filter,
@@ -21,7 +22,10 @@ with a fixed seed from those of the right type (the list of candidates written b
 draw not), all `held-out`: written at stop 59 before the operators' change for the first
 set's misses, and asked once after it. `--webqsp-third`: nine more relations (and the army
 officers the second set did not draw), written after the second set's run and not run at
-stop 59: the held-out set for a change made for the second set's misses. `--free`: the
+stop 59: the held-out set for a change made for the second set's misses (run at stop 60
+with the product unchanged). `--webqsp-compare`: two subjects of each relation of those two
+sets compared by their counts (a yes/no and a "which" phrasing each), written at stop 60
+before any run, all `held-out`. `--free`: the
 questions written by hand in an analyst's words (bench/operator_questions_free.json), with
 the MetaQA KB's gold.
 
@@ -392,6 +396,61 @@ WEBQSP_THIRD = {  # written at stop 59 after the second set's run, and not run t
         ["James VI and I", "John Lloyd"]),
 }
 PER_RELATION = 6  # subjects drawn per relation of WEBQSP_FRESH / WEBQSP_THIRD
+WEBQSP_COMPARE = {  # written at stop 60 before any run: two subjects of a relation of the
+    # held-out sets compared by their counts, a yes/no and a "which" phrasing per relation
+    "location.country.form_of_government": (
+        "does [{a}] have more forms of government than [{b}]",
+        "which country has fewer forms of government, [{a}] or [{b}]"),
+    "military.military_person.participated_in_conflicts": (
+        "did [{a}] fight in more wars than [{b}]", "who fought in fewer wars, [{a}] or [{b}]"),
+    "sports.sports_team.championships": (
+        "have the [{a}] won more championships than the [{b}]",
+        "which team has won fewer championships, the [{a}] or the [{b}]"),
+    "music.artist.label": (
+        "has [{a}] been signed to more record labels than [{b}]",
+        "who has been on fewer record labels, [{a}] or [{b}]"),
+    "music.group_member.instruments_played": (
+        "does [{a}] play more instruments than [{b}]",
+        "who plays fewer instruments, [{a}] or [{b}]"),
+    "travel.travel_destination.tour_operators": (
+        "do more tour operators go to [{a}] than to [{b}]",
+        "which country do fewer tour operators go to, [{a}] or [{b}]"),
+    "people.deceased_person.cause_of_death": (
+        "are more causes of death listed for [{a}] than for [{b}]",
+        "who has fewer causes of death listed, [{a}] or [{b}]"),
+    "visual_art.visual_artist.associated_periods_or_movements": (
+        "was [{a}] part of more art movements than [{b}]",
+        "who belonged to fewer art movements, [{a}] or [{b}]"),
+    "organization.organization.founders": (
+        "does the [{a}] have more founders than the [{b}]",
+        "which has fewer founders, the [{a}] or the [{b}]"),
+    "geography.river.basin_countries": (
+        "does the [{a}] flow through more countries than the [{b}]",
+        "which river flows through fewer countries, the [{a}] or the [{b}]"),
+    "film.film.genre": (
+        "does the film [{a}] have more genres than [{b}]",
+        "which film has fewer genres, [{a}] or [{b}]"),
+    "music.composer.compositions": (
+        "did [{a}] compose more songs than [{b}]", "who composed fewer songs, [{a}] or [{b}]"),
+    "location.location.nearby_airports": (
+        "are there more airports near [{a}] than near [{b}]",
+        "which city has fewer airports nearby, [{a}] or [{b}]"),
+    "meteorology.cyclone_affected_area.cyclones": (
+        "have more cyclones hit [{a}] than [{b}]",
+        "which country has been hit by fewer cyclones, [{a}] or [{b}]"),
+    "biology.breed_origin.breeds_originating_here": (
+        "do more breeds come from [{a}] than from [{b}]",
+        "which country do fewer breeds come from, [{a}] or [{b}]"),
+    "sports.sports_team.colors": (
+        "do the [{a}] have more colors than the [{b}]",
+        "which team has fewer colors, the [{a}] or the [{b}]"),
+    "book.written_work.subjects": (
+        "does the book [{a}] cover more subjects than [{b}]",
+        "which book covers fewer subjects, [{a}] or [{b}]"),
+    "people.person.nationality": (
+        "does [{a}] have more nationalities than [{b}]",
+        "who has fewer nationalities, [{a}] or [{b}]"),
+}
 
 
 def webqsp(records: list[dict], rng: random.Random,
@@ -424,6 +483,36 @@ def webqsp(records: list[dict], rng: random.Random,
     return rows
 
 
+def webqsp_compare(records: list[dict], rng: random.Random) -> list[dict]:
+    """Two subjects of each WEBQSP_COMPARE relation (its candidates in WEBQSP_FRESH /
+    WEBQSP_THIRD) with different counts over it (the count questions' gold), asked once in
+    each phrasing (a relation whose subjects all have one count is not asked); gold: yes /
+    no, or the subject with more (fewer)."""
+    ends: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h, r, t in {tuple(x) for rec in records for x in rec["graph"]}:
+        ends[(h, r)].add(t)
+        ends[(t, r)].add(h)
+    subjects = {rel: sorted(set(xs)) for rel, (_, _, xs) in
+                [*WEBQSP_FRESH.items(), *WEBQSP_THIRD.items()]}
+    rows: list[dict] = []
+    for rel, templates in WEBQSP_COMPARE.items():
+        n = {x: len(ends[(x, rel)] - {x}) for x in subjects[rel]}
+        pairs = [(a, b) for a in sorted(n) for b in sorted(n) if a < b and n[a] != n[b]]
+        for template in templates if pairs else ():  # (all of one count: none to ask)
+            a, b = rng.choice(pairs)
+            if rng.random() < 0.5:
+                a, b = b, a
+            more = " more " in template
+            if template.split()[0] in ("which", "who"):
+                rows.append({"op": "compare", "question": template.format(a=a, b=b),
+                             "gold": [a if (n[a] > n[b]) == more else b], "type": "entities"})
+            else:
+                rows.append({"op": "compare", "question": template.format(a=a, b=b),
+                             "gold": ["yes" if (n[a] > n[b]) == more else "no"],
+                             "type": "yes/no"})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--webqsp", action="store_true", help="the WebQSP evidence KG's set")
@@ -431,6 +520,8 @@ def main() -> None:
                     help="the WebQSP evidence KG's second set (other relations), held out")
     ap.add_argument("--webqsp-third", action="store_true",
                     help="the WebQSP evidence KG's third set (other relations), held out")
+    ap.add_argument("--webqsp-compare", action="store_true",
+                    help="the WebQSP evidence KG's comparisons by count, held out")
     ap.add_argument("--seed", type=int, default=48)
     ap.add_argument("--free", action="store_true",
                     help="the hand-written questions in an analyst's words (FREE_FILE)")
@@ -439,10 +530,13 @@ def main() -> None:
     if args.free:
         rows = free_gold(read_kb(DATA / "metaqa" / "kb.txt"))
         out = OUT / "operator_questions_free.tsv"
-    elif args.webqsp or args.webqsp_fresh or args.webqsp_third:
+    elif args.webqsp or args.webqsp_fresh or args.webqsp_third or args.webqsp_compare:
         with open(DATA / "webqsp-evidence" / "dev.jsonl", encoding="utf-8") as f:
             records = [json.loads(line) for line in f]
-        if args.webqsp:
+        if args.webqsp_compare:
+            rows, split = webqsp_compare(records, rng), "held-out"
+            out = OUT / "operator_questions_webqsp_compare.tsv"
+        elif args.webqsp:
             rows, split = webqsp(records, rng), "dev"
             out = OUT / "operator_questions_webqsp.tsv"
         else:
