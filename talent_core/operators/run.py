@@ -345,7 +345,7 @@ def _compare_values(op: Operation, store: GraphReader, planner: MatcherPlanner,
     return out
 
 
-def _best_path(store: GraphReader, planner: MatcherPlanner, anchors: list[str], text: str
+def best_path(store: GraphReader, planner: MatcherPlanner, anchors: list[str], text: str
                ) -> tuple[PathT, float] | None:
     """The planner's best path from ``anchors`` for ``text`` (the beam's top, as the
     planner's re-ranker orders it where it has one) and its score."""
@@ -363,7 +363,7 @@ def _compare_counts(op: Operation, store: GraphReader, planner: MatcherPlanner,
     out = OperationResult(op="compare", answer_type="yes/no" if op.yes_no else "entities",
                           members=len(groups))
     text = plan_text(unbracketed(op.clause), [n for n, _ in groups])
-    best = _best_path(store, planner, groups[0][1], text)
+    best = best_path(store, planner, groups[0][1], text)
     if best is None:
         out.notice = f"no relation path from {groups[0][0]} fits the question"
         return out
@@ -393,7 +393,7 @@ def _exists(op: Operation, store: GraphReader, planner: MatcherPlanner,
     text = plan_text(unbracketed(op.base), [n for n, _ in groups])
     sides = []
     for (name, g), (other, targets) in ((groups[0], groups[1]), (groups[1], groups[0])):
-        best = _best_path(store, planner, g, text)
+        best = best_path(store, planner, g, text)
         if best is None:
             continue
         t, score = best

@@ -12,7 +12,7 @@ from retrieval_helpers import BowEmbedder, kb, memory_store
 
 from talent_core.errors import PlannerError
 from talent_core.models import Candidate, CandidateNode, Seed
-from talent_core.operators.run import _best_path
+from talent_core.operators.run import best_path
 from talent_core.planning import plan_paths
 from talent_core.planning.matcher import META_FILE, Pair, PathMatcher
 from talent_core.planning.plan import MatcherPlanner, resolve
@@ -85,10 +85,10 @@ def test_a_plan_follows_the_re_rankers_reading():
 
 
 def test_an_operators_path_follows_the_re_ranker_too():
-    # compare / exists plan each entity's path themselves (`operators.run._best_path`)
+    # compare / exists plan each entity's path themselves (`operators.run.best_path`)
     s = memory_store(KG, BowEmbedder())
-    plain = _best_path(s, MatcherPlanner(bow()), ["Heat"], "who made")
-    got = _best_path(s, MatcherPlanner(bow(), reranker=Fixed({"starred_actors": 50.0}),
+    plain = best_path(s, MatcherPlanner(bow()), ["Heat"], "who made")
+    got = best_path(s, MatcherPlanner(bow(), reranker=Fixed({"starred_actors": 50.0}),
                                        rerank=8), ["Heat"], "who made")
     assert plain is not None and plain[0] != ("starred_actors",)
     assert got is not None and got[0] == ("starred_actors",)
