@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--rank", type=int, default=16, help="LoRA rank")
     ap.add_argument("--alpha", type=float, default=32.0, help="LoRA alpha")
+    ap.add_argument("--seed", type=int, default=0, help="the fit's seed (batches, negatives)")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     recs = read_path_labels(a.shared / "webqsp-train" / "train.jsonl")
@@ -54,7 +55,7 @@ def main() -> None:
     t0 = time.time()
     meta = fit_matcher(pairs, a.output, name=f"{a.data}", base_model="minilm",
                        settings=FitSettings(epochs=a.epochs, threads=a.threads, rank=a.rank,
-                                            alpha=a.alpha), val=val,
+                                            alpha=a.alpha, seed=a.seed), val=val,
                        trained_on={"data": a.data},
                        progress=lambda s, n, loss: logging.info("step %d/%d loss %.3f", s, n,
                                                                 loss) if s % 20 == 0 else None)
