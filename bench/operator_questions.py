@@ -453,6 +453,16 @@ WEBQSP_COMPARE = {  # written at stop 60 before any run: two subjects of a relat
 }
 
 
+def relation_ends(records: list[dict]) -> dict[tuple[str, str], set[str]]:
+    """(node, relation) -> the nodes it reaches over the relation, either direction (as
+    the planner walks), over the records' graphs merged."""
+    ends: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for h, r, t in {tuple(x) for rec in records for x in rec["graph"]}:
+        ends[(h, r)].add(t)
+        ends[(t, r)].add(h)
+    return ends
+
+
 def webqsp(records: list[dict], rng: random.Random,
            subjects_of: dict[str, tuple[str, str, list[str]]] = WEBQSP_SUBJECTS
            ) -> list[dict]:
@@ -460,10 +470,7 @@ def webqsp(records: list[dict], rng: random.Random,
     person's professions, a country's languages, ...); gold: the KG's nodes over the
     relation from the subject (either direction, as the planner walks), a "no" drawn from
     the other subjects' values."""
-    ends: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for h, r, t in {tuple(x) for rec in records for x in rec["graph"]}:
-        ends[(h, r)].add(t)
-        ends[(t, r)].add(h)
+    ends = relation_ends(records)
     rows: list[dict] = []
     for rel, (count, exists, subjects) in subjects_of.items():
         values = sorted({y for x in subjects for y in ends[(x, rel)] if not y.startswith("m.")})
@@ -488,10 +495,7 @@ def webqsp_compare(records: list[dict], rng: random.Random) -> list[dict]:
     WEBQSP_THIRD) with different counts over it (the count questions' gold), asked once in
     each phrasing (a relation whose subjects all have one count is not asked); gold: yes /
     no, or the subject with more (fewer)."""
-    ends: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for h, r, t in {tuple(x) for rec in records for x in rec["graph"]}:
-        ends[(h, r)].add(t)
-        ends[(t, r)].add(h)
+    ends = relation_ends(records)
     subjects = {rel: sorted(set(xs)) for rel, (_, _, xs) in
                 [*WEBQSP_FRESH.items(), *WEBQSP_THIRD.items()]}
     rows: list[dict] = []
