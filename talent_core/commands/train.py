@@ -300,6 +300,10 @@ def train_planner(
     rank: Annotated[int, typer.Option(min=1, help="LoRA rank of a fresh matcher")] = 16,
     alpha: Annotated[float, typer.Option(min=0.0, help="LoRA alpha of a fresh matcher")
                      ] = 32.0,
+    mine: Annotated[int, typer.Option(min=0, help="labelled questions: from the second "
+                                      "epoch on, also contrast each question with one of "
+                                      "the K training paths the matcher being fitted ranks "
+                                      "highest among its wrong ones (0: none)")] = 0,
     name: Annotated[str | None, typer.Option(help="the matcher's name (default: the output "
                                              "directory's)")] = None,
     rerank: Annotated[bool, typer.Option(
@@ -319,9 +323,9 @@ def train_planner(
     if self_:
         if questions:
             raise fail("--self writes its own questions: give no QUESTIONS")
-        if rerank:
-            raise fail("--rerank is for labelled questions: --self adapts the re-ranker its "
-                       "start has")
+        if rerank or mine:
+            raise fail("--rerank and --mine are for labelled questions: --self adapts the "
+                       "re-ranker its start has, against its anchors' own paths")
         out = output or settings.data_dir / SELF_DIR
         meta = matcher_training.fit_self(settings, out, start=start, anchors=anchors,
                                          epochs=epochs, lr=lr, name=name or "self")
@@ -335,7 +339,7 @@ def train_planner(
             pairs, output, name=name or output.name, base_model=settings.embedding_model,
             settings=matcher_training.FitSettings(epochs=epochs or 2,
                                                   lr=lr or matcher_training.FitSettings.lr,
-                                                  rank=rank, alpha=alpha),
+                                                  rank=rank, alpha=alpha, mine=mine),
             val=val_pairs,
             trained_on={"files": [p.name for p in questions]}, init=start,
             progress=matcher_training.log_progress)

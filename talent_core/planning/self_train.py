@@ -8,8 +8,9 @@ path written as a question: a noun phrase grown outward from the anchor's name, 
 relation's words at a time (`phrase`: "the genre of X", "the ones directed by X", read
 either way since paths ignore direction; a relation repeated in a row as sharing, "the
 ones that share the written by with X", the reading of MetaQA-style co-member questions,
-or as its two steps), in a question's frame, or as keywords; the anchor's name removed as
-the planner removes it.
+or as its two steps; a participle also by its agent noun where the encoder's vocabulary
+has one: "the director of X", "the ones with the same writer as X"), in a question's frame,
+or as keywords; the anchor's name removed as the planner removes it.
 The anchor's other sampled paths are the pair's hard negatives (and, in `training.matcher`,
 the gold's own relations reordered). No answer and no label of any question is read: only
 the store.
@@ -61,7 +62,30 @@ def phrase(rel: str) -> str:
     return " ".join(words)
 
 
-def _step(np: str, rel: str, rng: random.Random) -> str:
+def agent_noun(participle: str, words: frozenset[str]) -> str | None:
+    """The doer of a participle ("directed" -> "director", "written" -> "writer"): the
+    first of its stems + "or" / "er" (+ "r" after an "e") that the encoder's vocabulary
+    ``words`` holds as a word; None when none does (no guessed word is ever written)."""
+    w = participle.lower()
+    stems: list[str] = []
+    for suffix in ("ed", "d", "en", "n"):
+        if w.endswith(suffix) and len(w) > len(suffix) + 2:
+            b = w[: -len(suffix)]
+            stems += [b, b + "e", b[:-1], b[:-1] + "e"]
+    for stem in stems:
+        for tail in ("or", "er", "r") if stem.endswith("e") else ("or", "er"):
+            if stem + tail in words and stem + tail != w:
+                return stem + tail
+    return None
+
+
+def _agent(w: str, words: frozenset[str]) -> str | None:
+    """The agent noun of a relation phrase "... X-ed by" (`agent_noun`), else None."""
+    parts = w.split()
+    return agent_noun(parts[-2], words) if len(parts) >= 2 and parts[-1] == "by" else None
+
+
+def _step(np: str, rel: str, rng: random.Random, words: frozenset[str]) -> str:
     """The noun phrase one relation away from ``np``, read either way (paths ignore
     direction: an anchor may be the edge's subject or its object)."""
     w = phrase(rel)
@@ -70,34 +94,45 @@ def _step(np: str, rel: str, rng: random.Random) -> str:
     if w.endswith(" by"):  # a participle: "directed by" reads "the things directed by X"
         forms.append(f"the {head} {w} {np}")  # and its agent "the ones that directed X"
         forms.append(f"the {head} that {w[:-3]} {np}")
+        agent = _agent(w, words)
+        if agent:  # "the director of X", "the ones whose director is X"
+            forms += [f"the {agent} of {np}", f"the {head} whose {agent} is {np}"]
     return rng.choice(forms)
 
 
-def _share(np: str, rel: str, rng: random.Random) -> str:
+def _share(np: str, rel: str, rng: random.Random, words: frozenset[str]) -> str:
     """The noun phrase of a repeated relation (r, r): what shares its r with ``np``."""
     w = phrase(rel)
     head = rng.choice(HEADS)
-    return rng.choice((f"the {head} that share the {w} with {np}",
-                       f"the {head} with the same {w} as {np}",
-                       f"the other {head} of the {w} of {np}",
-                       f"the {head} whose {w} is also the {w} of {np}"))
+    forms = [f"the {head} that share the {w} with {np}",
+             f"the {head} with the same {w} as {np}",
+             f"the other {head} of the {w} of {np}",
+             f"the {head} whose {w} is also the {w} of {np}"]
+    agent = _agent(w, words)
+    if agent:  # "the co-directors of X", "the ones with the same director as X"
+        forms += [f"the co-{agent}s of {np}", f"the {head} with the same {agent} as {np}",
+                  f"the other {head} of the {agent} of {np}",
+                  f"the {head} whose {agent} is also the {agent} of {np}"]
+    return rng.choice(forms)
 
 
-def write_question(path: PathT, name: str, rng: random.Random) -> str:
+def write_question(path: PathT, name: str, rng: random.Random,
+                   words: frozenset[str] = frozenset()) -> str:
     """One question asking for ``path`` from the entity called ``name``: a noun phrase
     grown from the name one relation at a time (a relation repeated in a row read as
     sharing: "the ones that share the written by with [X]", or as two steps: "the ones
     directed by the ones that directed [X]"), in a question's frame. Every
-    relation's words appear (a participle's agent without its "by"), in the path's order
-    read outward from the name."""
+    relation's words appear (a participle's agent without its "by", or its agent noun
+    where ``words``, the encoder's vocabulary, holds one: `agent_noun`), in the path's
+    order read outward from the name."""
     if rng.random() < 0.125:  # as keywords: "[X] starred actors directed by"
         return " ".join([name, *(phrase(r) for r in path)])
     np, i = name, 0
     while i < len(path):
         if i + 1 < len(path) and path[i + 1] == path[i] and rng.random() < 0.5:
-            np, i = _share(np, path[i], rng), i + 2
+            np, i = _share(np, path[i], rng, words), i + 2
         else:
-            np, i = _step(np, path[i], rng), i + 1
+            np, i = _step(np, path[i], rng, words), i + 1
     return rng.choice(ASK).format(np=np)
 
 
@@ -116,8 +151,10 @@ def sample_anchors(store: GraphReader, n: int, rng: random.Random, page: int = 5
 
 
 def store_pairs(store: GraphReader, anchors: int = SELF.anchors, seed: int = 0,
-                progress: Callable[[int, int], None] | None = None) -> list[Pair]:
-    """Synthetic (question, path) pairs from the store's paths (see the module doc)."""
+                progress: Callable[[int, int], None] | None = None,
+                words: frozenset[str] = frozenset()) -> list[Pair]:
+    """Synthetic (question, path) pairs from the store's paths (see the module doc;
+    ``words``: the encoder's vocabulary, for `agent_noun`)."""
     rng = random.Random(seed)
     settings = BeamSettings(width=6, max_rels=3)
     out: list[Pair] = []
@@ -133,7 +170,7 @@ def store_pairs(store: GraphReader, anchors: int = SELF.anchors, seed: int = 0,
             paths = sorted(grown.scores)
             for group in by_len.values():
                 t = rng.choice(group)
-                text = strip_mentions(write_question(t, name, rng), [name])
+                text = strip_mentions(write_question(t, name, rng, words), [name])
                 out.append(Pair(text, [t], [o for o in paths if o != t], "self"))
         if progress:
             progress(k + 1, len(chosen))

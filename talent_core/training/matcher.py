@@ -6,7 +6,9 @@ for a batch of B questions, the candidates are each question's positive path and
 negative (another path its anchor has, or one of the same domain); question i's logits are
 ``scale`` cos(q_i, c_j) over the 2B candidates and the target is its own positive;
 candidates that are also a gold path of question i (two questions of one path type in a
-batch) are masked out of its row rather than counted as negatives.
+batch) are masked out of its row rather than counted as negatives. With ``mine`` (ANCE-style),
+from the second epoch on each question also brings one of the training paths the model being
+fitted ranks highest among its wrong ones (`mine_negatives`, re-ranked every epoch).
 
 Pairs come from labelled relation paths: WebQSP training records (`webqsp_pairs`, RoG's
 ground paths and the annotators' chain, as `training.path_labels.path_labels`), MetaQA
@@ -146,6 +148,11 @@ class FitSettings:
     max_length: int = 48
     seed: int = 0
     threads: int = 0  # 0: torch's default
+    # hard negatives mined by the matcher itself (ANCE-style): from the epoch `mine_from`
+    # on, each question also meets one of the `mine` training paths the model being fitted
+    # ranks highest among those not gold for it (re-ranked at each epoch's start); 0: none
+    mine: int = 0
+    mine_from: int = 1
 
 
 def path_accuracy(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[Pair],
@@ -160,6 +167,22 @@ def path_accuracy(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[Pai
     top5 = [any(vocab[i] in set(p.gold) for i in o) for o, p in zip(order, pairs)]
     return {"questions": len(pairs), "path_acc": round(float(np.mean(top1)), 4),
             "path_acc5": round(float(np.mean(top5)), 4)}
+
+
+def mine_negatives(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[Pair],
+                   vocab: Sequence[PathT], k: int) -> list[list[PathT]]:
+    """Each pair's ``k`` paths of ``vocab`` the encoder now ranks highest that are not gold
+    for it: the confusions a fit should work on (ANCE's negatives, over the training paths
+    rather than a corpus)."""
+    q = encode([p.text for p in pairs])
+    v = encode([path_words(t) for t in vocab])
+    sims = q @ v.T
+    top = np.argsort(-sims, axis=1)[:, : k + 8]
+    out = []
+    for row, p in zip(top, pairs):
+        gold = set(p.gold)
+        out.append([vocab[j] for j in row if vocab[j] not in gold][:k])
+    return out
 
 
 def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: str,
@@ -192,17 +215,23 @@ def fit_matcher(pairs: Sequence[Pair], output: Path, *, name: str, base_model: s
 
     domains = by_domain(pairs)
     vocab = sorted({g for p in [*pairs, *val] for g in p.gold})
+    train_vocab = sorted({g for p in pairs for g in p.gold})
+    mined: list[list[PathT]] = []
     steps = step_count(len(pairs), s.batch, s.epochs)
     fit = Steps([p for p in model.parameters() if p.requires_grad], s.lr, steps, progress)
     order = list(range(len(pairs)))
-    for _ in range(s.epochs):
+    for epoch in range(s.epochs):
+        if s.mine and epoch >= s.mine_from:
+            mined = mine_negatives(encode, pairs, train_vocab, s.mine)
         rng.shuffle(order)
         model.train()
         for b in range(0, len(order), s.batch):
-            batch = [pairs[i] for i in order[b:b + s.batch]]
+            idx = order[b:b + s.batch]
+            batch = [pairs[i] for i in idx]
             pos = [rng.choice(p.gold) for p in batch]
             neg = [negative(p, rng, domains) for p in batch]
-            cands = pos + neg
+            cands = pos + neg + ([rng.choice(mined[i]) for i in idx if mined[i]]
+                                 if mined else [])
             q = embed([p.text for p in batch])
             c = embed([path_words(t) for t in cands])
             logits = s.scale * q @ c.T
@@ -290,6 +319,7 @@ def fit_self(settings: Any, output: Path, *, start: Path | None = None,
     ``output``'s lock: a second adaptation of the same matcher at once is refused
     (`TrainingBusyError`). ``progress(stage, done, total)``: stage "questions" (anchors)
     then "fit" (steps), then "rerank" (steps; where ``start`` has a re-ranker)."""
+    from talent_core.embedding_common import vocabulary_words
     from talent_core.planning.matcher import BUNDLED, bundled_base
     from talent_core.planning.self_train import SELF, store_pairs
     from talent_core.store import open_store
@@ -313,7 +343,8 @@ def fit_self(settings: Any, output: Path, *, start: Path | None = None,
             start = BUNDLED
         store = open_store(settings)
         try:
-            pairs = store_pairs(store, anchors, seed, progress=asked)
+            pairs = store_pairs(store, anchors, seed, progress=asked,
+                                words=vocabulary_words(settings.embedding_model))
         finally:
             store.close()
         if not pairs:

@@ -64,18 +64,19 @@ def ask_args(tiny: str, question: str = "when was [Gravity] released") -> tuple[
 def test_train_planner_then_ask_with_and_without_it(use_toy, tmp_path, tiny):
     out_dir = tmp_path / "toymatcher"
     labels = write_labels(tmp_path / "labels.jsonl")
-    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "1",
-            "--rank", "8", "--alpha", "16")
+    r = run("train", "planner", str(labels), "-o", str(out_dir), "--epochs", "2",
+            "--rank", "8", "--alpha", "16", "--mine", "2")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["matcher"] == str(out_dir)
     assert summary["trained_on"]["pairs"] == 5 and summary["trained_on"]["files"] == [
         "labels.jsonl"]
-    assert summary["training"]["steps"] == 1  # one epoch, one batch
+    assert summary["training"]["steps"] == 2  # two epochs of one batch, the second mined
     assert summary["validation"]["questions"] == 2
     meta = json.loads((out_dir / "matcher.json").read_text())
     assert meta["format"] == "talent-path-matcher/1" and meta["name"] == "toymatcher"
     assert (meta["lora_rank"], meta["lora_alpha"]) == (8, 16.0)
+    assert meta["settings"]["mine"] == 2
     assert meta["base_model"] == store_embedding_model() == "minilm"
     assert (out_dir / meta["lora"]).is_file() and meta["lora"].startswith("lora-")
     assert sorted(p.name for p in out_dir.iterdir()) == sorted(["matcher.json", meta["lora"]])
@@ -135,7 +136,9 @@ def test_train_planner_with_its_re_ranker_then_ask(use_toy, tmp_path, tiny):
     assert got["planner"] == "matcher (ranked) + re-ranker" and got["plan"]
     assert len(got["plan"]) <= 5  # the re-ranker keeps the matcher's best five
     r = run("train", "planner", "--self", "--rerank")
-    assert r.exit_code == 2 and "--rerank is for labelled questions" in r.output
+    assert r.exit_code == 2 and "--rerank and --mine are for labelled questions" in r.output
+    r = run("train", "planner", "--self", "--mine", "3")
+    assert r.exit_code == 2 and "--mine are for labelled questions" in r.output
 
 
 def test_a_matcher_of_another_base_model_is_refused(use_toy, tmp_path, tiny):

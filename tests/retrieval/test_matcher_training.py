@@ -12,7 +12,7 @@ from retrieval_helpers import BowEmbedder, kb, memory_store
 
 from talent_core.errors import DataError
 from talent_core.planning.matcher import Pair, load_matcher, path_words
-from talent_core.planning.self_train import store_pairs, write_question
+from talent_core.planning.self_train import agent_noun, store_pairs, write_question
 from talent_core.training.contrast import negative as _negative
 from talent_core.training.contrast import reorderings
 from talent_core.training.matcher import (
@@ -20,6 +20,7 @@ from talent_core.training.matcher import (
     fit_matcher,
     metaqa_pairs,
     metaqa_type_path,
+    mine_negatives,
     read_pairs,
     webqsp_pairs,
 )
@@ -112,6 +113,38 @@ def test_a_self_question_names_every_relation_and_reads_a_repeat_as_sharing_or_t
     assert readings == {True, False}
 
 
+def test_an_agent_noun_is_written_only_where_the_encoders_vocabulary_holds_it():
+    words = frozenset({"director", "writer", "producer", "starr", "star", "actor"})
+    assert agent_noun("directed", words) == "director"  # "directer" is no word of it
+    assert agent_noun("written", words) == "writer"
+    assert agent_noun("produced", words) == "producer"
+    assert agent_noun("starred", words) is None  # not "starr", a name
+    assert agent_noun("edited", words) is None  # "editor" is not in this vocabulary
+    assert agent_noun("acted", words) == "actor"
+    forms = {write_question(("directed_by",), "Heat", random.Random(k), words)
+             for k in range(60)}
+    assert any("director" in q for q in forms) and any("directed by" in q for q in forms)
+    assert not any("director" in q for k in range(60)
+                   for q in [write_question(("directed_by",), "Heat", random.Random(k))])
+    shared = {write_question(("directed_by", "directed_by"), "Heat", random.Random(k), words)
+              for k in range(200)}
+    assert any("co-directors" in q or "same director" in q for q in shared)
+
+
+def test_mined_negatives_are_the_encoders_nearest_paths_that_are_not_gold():
+    vecs = {"who directed": [1.0, 0.0], path_words(("directed_by",)): [1.0, 0.0],
+            path_words(("written_by",)): [0.9, 0.1], path_words(("has_genre",)): [0.0, 1.0],
+            path_words(("starred_actors",)): [0.5, 0.5]}
+
+    def encode(texts):
+        v = np.array([vecs[t] for t in texts])
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    pair = Pair("who directed", [("directed_by",)], [], "metaqa")
+    vocab = [("directed_by",), ("has_genre",), ("starred_actors",), ("written_by",)]
+    assert mine_negatives(encode, [pair], vocab, 2) == [[("written_by",), ("starred_actors",)]]
+
+
 def test_self_pairs_are_contrasted_with_their_own_relations_reordered():
     assert reorderings(("a", "a", "b")) == [("a", "a"), ("a", "b"), ("a", "b", "a"),
                                             ("b", "a", "a")]
@@ -142,7 +175,8 @@ def test_a_lora_fit_is_read_back_by_the_numpy_query_path(tmp_path):
     moved = float(np.abs(trained.embedder.encode([text]) - base.encode([text])).max())
     assert moved > 1e-4  # the delta is applied
     again = fit_matcher(pairs, tmp_path / "m2", name="toy2", base_model="minilm",
-                        settings=FitSettings(epochs=1, batch=2, lr=0.0), init=tmp_path / "m")
+                        settings=FitSettings(epochs=1, batch=2, lr=0.0, mine=1, mine_from=0),
+                        init=tmp_path / "m")  # its own negatives mined, too
     assert again["trained_on"]["started_from"] == str(tmp_path / "m")
     start = load_matcher(str(tmp_path / "m2"), "minilm", None)
     np.testing.assert_allclose(start.embedder.encode([text]), trained.embedder.encode([text]),
