@@ -507,13 +507,14 @@ def selection_json(sel: Selection | None) -> dict[str, Any]:
 
 
 def plan_json(paths: Sequence[PlannedPath], planner: str | None, confidence: float | None,
-              runner_up: PlannedPath | None, joint: Sequence[str]) -> dict[str, Any]:
+              runner_up: PlannedPath | None, joint: Sequence[str],
+              answered: str | None = None) -> dict[str, Any]:
     """The relation-path plan as the answer document holds it (and the SSE ``plan`` event
-    sends it as soon as the plan is made)."""
+    sends it as soon as the plan is made; ``answered``: the answer's path, once known)."""
     return {"plan": [p.model_dump() for p in paths], "planner": planner,
             "plan_confidence": confidence,
             "plan_runner_up": runner_up.model_dump() if runner_up else None,
-            "plan_notice": plan_notice(paths, confidence, runner_up),
+            "plan_notice": plan_notice(paths, confidence, runner_up, answered),
             "plan_joint": list(joint)}
 
 
@@ -542,7 +543,7 @@ def answer_json(ans: Answer, evidence: Sequence[Evidence] | None = None) -> dict
         "frozen": ans.frozen,
         "generator": ans.generator,
         **plan_json(ans.plan, ans.planner, ans.plan_confidence, ans.plan_runner_up,
-                    ans.plan_joint),
+                    ans.plan_joint, ans.answer_path),
         "answer_path": ans.answer_path,
         "links": [lk.model_dump() for lk in ans.candidate.links],
         "reading": reading_json(ans.candidate.reading),

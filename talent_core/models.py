@@ -414,7 +414,8 @@ class Answer(BaseModel):
     @property
     def plan_notice(self) -> str | None:
         """One line for an unsure plan (`plan_notice`)."""
-        return plan_notice(self.plan, self.plan_confidence, self.plan_runner_up)
+        return plan_notice(self.plan, self.plan_confidence, self.plan_runner_up,
+                           self.answer_path)
 
 
 def plan_unsure(plan: Sequence[PlannedPath], confidence: float | None,
@@ -429,13 +430,22 @@ def plan_unsure(plan: Sequence[PlannedPath], confidence: float | None,
 
 
 def plan_notice(plan: Sequence[PlannedPath], confidence: float | None,
-                runner_up: PlannedPath | None) -> str | None:
-    """One line for an unsure plan: the reading it answered and the runner-up's."""
+                runner_up: PlannedPath | None, answered: str | None = None) -> str | None:
+    """One line for an unsure plan: the reading it answered and the runner-up's.
+    ``answered``: the planned path the answer set followed (`Answer.answer_path`), where
+    the generator's best answer lies on another than the likeliest (None: not known yet,
+    as when the plan is sent before the answer)."""
     if not plan_unsure(plan, confidence, runner_up):
         return None
     if plan[0].missing:
         return (f"the question reads as '{plan[0].missing}', which the KG does not hold for "
                 f"its topic: answered by the closest path it has, '{plan[0].text}'")
+    other = next((p for p in plan[1:] if p.text == answered), None)
+    if other is not None:  # p as the plan lists them
+        return (f"unsure which relation path the question asks for: answered along "
+                f"'{other.text}' (p {other.prob:.2f}), where the best-ranked answer lies; "
+                f"the likeliest reading: '{plan[0].text}' (p {plan[0].prob:.2f}, "
+                f"{plan[0].ends} end(s) in the KG)")
     line = (f"unsure which relation path the question asks for: answered as "
             f"'{plan[0].text}' (p {confidence:.2f})")
     if runner_up is not None:

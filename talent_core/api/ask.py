@@ -193,7 +193,7 @@ def _ask_events(rt: Runtime, question: str, req: AskRequest, overrides: dict[str
         yield sse("answer", {k: out[k] for k in (
             "question", "answer", "raw", "decode", "ranked", "edges", "evidence",
             "frozen", "generator", "not_in_kg", "links", "method", "reading", "turn",
-            "answer_path", "backend")})
+            "answer_path", "plan_notice", "backend")})
         if req.view is not None:
             yield sse("view", _view(rt, ans, req, question))
         yield sse("done", {"timings_ms": out["timings_ms"], "server_ms": server_ms})

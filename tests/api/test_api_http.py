@@ -147,6 +147,7 @@ def test_streamed_ask_sends_the_stages_in_order(client, api_keys):
     data = dict(events)
     assert any(s["name"] == "Gravity" for s in data["seeds"]["seeds"])
     assert data["candidate"]["nodes"] and "answer" in data["answer"]
+    assert "plan_notice" in data["answer"]  # the notice once the answer's path is known
     assert "generator" in data["done"]["timings_ms"]
     assert data["done"]["server_ms"]["retrieved"] <= data["done"]["server_ms"]["answered"]
     rt = client.app.state.runtime

@@ -159,6 +159,17 @@ def test_an_unsure_plan_says_so_with_the_runner_up():
     assert answer(0.6, 0.35).plan_unsure  # the runner-up close to the top path
 
 
+def test_an_unsure_notice_names_the_path_the_answer_followed():
+    ans = answer(0.4, 0.35)
+    ans.plan.append(PlannedPath(rels=["b"], prob=0.35, ends=3))
+    assert "answered as 'a' (p 0.40)" in ans.plan_notice
+    ans.answer_path = "b"  # the best-ranked answer lies on the second reading
+    note = ans.plan_notice
+    assert "answered along 'b' (p 0.35)" in note and "likeliest reading: 'a' (p 1.00" in note
+    ans.answer_path = "a"
+    assert "answered as 'a'" in ans.plan_notice
+
+
 def test_lora_deltas_are_alpha_over_rank_b_a():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     b = np.ones((4, 2), dtype=np.float32)
