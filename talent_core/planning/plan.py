@@ -182,11 +182,18 @@ def reading_scorer(planner: MatcherPlanner, store: GraphReader, question: str, w
     return best
 
 
+# words that join the mentions (the joint plan's intersection says them), never a relation's:
+# "both" read by one mention's path is the co-member path ("films with both X and Y")
+JOINING = frozenset({"and", "both"})
+
+
 def mention_texts(question: str, mentions: list[str]) -> list[str]:
     """What each mention's path is scored against when several mentions plan together: the
-    words before it back to the previous mention (the first: from the start), and the words
-    after the last mention, which all share; without the names. Any mention not found in
-    the question: the whole question (names removed) for each."""
+    words before it back to the previous mention (the first: from the start), without the
+    words that join mentions (`JOINING`; a mention left with none reads the previous
+    one's: "which films feature both X and Y"), and the words after the last mention,
+    which all share; without the names. Any mention not found in the question: the whole
+    question (names removed) for each."""
     low = question.casefold()
     spans = []
     for name in mentions:
@@ -197,11 +204,16 @@ def mention_texts(question: str, mentions: list[str]) -> list[str]:
     order = sorted(range(len(mentions)), key=lambda i: spans[i][0])
     tail = question[max(e for _, e in spans):]
     out = [""] * len(mentions)
-    start = 0
+    start, before = 0, ""
     for i in order:
-        out[i] = plan_text(question[start:spans[i][0]] + " " + tail, mentions)
-        start = spans[i][1]
+        own = " ".join(w for w in question[start:spans[i][0]].split()
+                       if w.casefold() not in JOINING)
+        if not own.strip(" ,"):  # "X and Y": Y reads the words X does
+            own = before
+        out[i] = plan_text(own + " " + tail, mentions)
+        start, before = spans[i][1], own
     return out
+
 
 
 def text_scorers(planner: MatcherPlanner, text: str) -> tuple[Any, Any]:

@@ -317,3 +317,16 @@ def test_a_relation_the_topic_lacks_is_said_not_answered_with_confidence():
                       "its topic: answered by the closest path it has, "
                       "'starred_actors > directed_by'")
     assert plan_notice([top.model_copy(update={"missing": None})], 0.98, None) is None
+
+
+def test_the_words_that_join_two_mentions_are_no_relations_words():
+    from talent_core.planning.plan import mention_texts
+
+    q = "which films feature both Pamela Reed and Stephanie Zimbalist"
+    # "both" read by one mention's path is the co-stars path; "and" leaves the second
+    # mention no words of its own: it reads the first one's
+    assert mention_texts(q, ["Pamela Reed", "Stephanie Zimbalist"]) == [
+        "which films feature", "which films feature"]
+    q = "which films directed by Brian Yuzna star Jason Barry"
+    assert mention_texts(q, ["Brian Yuzna", "Jason Barry"]) == ["which films directed by",
+                                                                "star"]
