@@ -215,7 +215,6 @@ def mention_texts(question: str, mentions: list[str]) -> list[str]:
     return out
 
 
-
 def text_scorers(planner: MatcherPlanner, text: str) -> tuple[Any, Any]:
     """(path score, relation score) of ``text`` under the planner's matcher: what the
     operators rank paths and value relations with."""

@@ -104,15 +104,15 @@ def _share(np: str, rel: str, rng: random.Random, words: frozenset[str]) -> str:
     """The noun phrase of a repeated relation (r, r): what shares its r with ``np``."""
     w = phrase(rel)
     head = rng.choice(HEADS)
-    forms = [f"the {head} that share the {w} with {np}",
-             f"the {head} with the same {w} as {np}",
-             f"the other {head} of the {w} of {np}",
-             f"the {head} whose {w} is also the {w} of {np}"]
+    def shared(noun: str) -> list[str]:
+        return [f"the {head} with the same {noun} as {np}",
+                f"the other {head} of the {noun} of {np}",
+                f"the {head} whose {noun} is also the {noun} of {np}"]
+
+    forms = [f"the {head} that share the {w} with {np}", *shared(w)]
     agent = _agent(w, words)
     if agent:  # "the co-directors of X", "the ones with the same director as X"
-        forms += [f"the co-{agent}s of {np}", f"the {head} with the same {agent} as {np}",
-                  f"the other {head} of the {agent} of {np}",
-                  f"the {head} whose {agent} is also the {agent} of {np}"]
+        forms += [f"the co-{agent}s of {np}", *shared(agent)]
     return rng.choice(forms)
 
 
