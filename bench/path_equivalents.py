@@ -57,10 +57,8 @@ def main() -> None:
                                              "val.txt")], qtypes)
     vocab = sorted({g for p in [*wq, *mq, *val] for g in p.gold})  # as path_accuracy's
     eq = interchangeable(train, a.min)
-    m = load_matcher(a.planner, "minilm", None)
-    q = np.asarray(m.embedder.encode([p.text for p in val]))
-    v = np.asarray(m.embedder.encode([path_words(t) for t in vocab]))
-    top = [vocab[i] for i in (q @ v.T).argmax(axis=1)]
+    m = load_matcher(a.planner, "minilm", None)  # scored as the planner scores a path
+    top = [vocab[int(m.similarity(m.encode_question(p.text), vocab).argmax())] for p in val]
 
     def same(t: tuple, g: tuple) -> bool:
         return len(t) == len(g) and all(x == y or y in eq.get(x, ()) for x, y in zip(t, g))
