@@ -12,7 +12,12 @@ from retrieval_helpers import BowEmbedder, kb, memory_store
 
 from talent_core.errors import DataError
 from talent_core.planning.matcher import Pair, load_matcher, path_words
-from talent_core.planning.self_train import agent_noun, store_pairs, write_question
+from talent_core.planning.self_train import (
+    agent_noun,
+    store_pairs,
+    walk_directions,
+    write_question,
+)
 from talent_core.training.contrast import negative as _negative
 from talent_core.training.contrast import reorderings
 from talent_core.training.matcher import (
@@ -111,6 +116,38 @@ def test_a_self_question_names_every_relation_and_reads_a_repeat_as_sharing_or_t
             assert shared or q.count("directed") == 2  # "directed by the ones that directed"
             readings.add(shared)
     assert readings == {True, False}
+
+
+def test_a_self_question_reads_each_relation_the_way_its_triple_goes():
+    s = memory_store(KG, BowEmbedder())
+    rng = random.Random(0)
+    assert walk_directions(s, "Heat", ("directed_by",), rng) == (True,)
+    assert walk_directions(s, "Michael Mann", ("directed_by",), rng) == (False,)
+    # out to the director and back to his other films, never back to Heat itself
+    assert walk_directions(s, "Heat", ("directed_by", "directed_by"), rng) == (True, False)
+    assert walk_directions(s, "Ali", ("starred_actors",), rng) is None  # Ali has no actor
+    words = frozenset({"director"})
+    along = {write_question(("directed_by",), "Heat", random.Random(k), words, (True,))
+             for k in range(80)}
+    against = {write_question(("directed_by",), "Mann", random.Random(k), words, (False,))
+               for k in range(80)}
+    assert any("the director of Heat" in q for q in along)
+    assert not any("directed by Heat" in q or "director is Heat" in q for q in along)
+    assert any("directed by Mann" in q for q in against)
+    assert not any("director of Mann" in q or "that directed Mann" in q for q in against)
+    # a repeat out and back reads as sharing from the side it starts on
+    out_back = {write_question(("directed_by", "directed_by"), "Heat", random.Random(k), words,
+                               (True, False)) for k in range(200)}
+    assert any("same director as Heat" in q for q in out_back)
+    assert not any("co-directors" in q for q in out_back)
+    back_out = {write_question(("directed_by", "directed_by"), "Mann", random.Random(k), words,
+                               (False, True)) for k in range(200)}
+    assert any("co-directors of Mann" in q for q in back_out)
+    assert not any("same director as Mann" in q for q in back_out)
+    # the same direction twice is a chain, never read as sharing
+    chain = {write_question(("parent", "parent"), "Ann", random.Random(k), words, (True, True))
+             for k in range(100)}
+    assert not any(w in q for q in chain for w in ("share", "same", "other", "also"))
 
 
 def test_an_agent_noun_is_written_only_where_the_encoders_vocabulary_holds_it():
