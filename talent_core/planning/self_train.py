@@ -88,6 +88,13 @@ def _agent(w: str, words: frozenset[str]) -> str | None:
     return agent_noun(parts[-2], words) if len(parts) >= 2 and parts[-1] == "by" else None
 
 
+def _choose(along: list[str], against: list[str], forward: bool | None,
+            rng: random.Random) -> str:
+    """One of the phrases that read the way the step goes (``forward`` True: ``along``;
+    False: ``against``; None, direction unknown: any of both)."""
+    return rng.choice(along if forward else against if forward is False else along + against)
+
+
 def _step(np: str, rel: str, rng: random.Random, words: frozenset[str],
           forward: bool | None = None, first: bool = False) -> str:
     """The noun phrase one relation away from ``np``: along the triple (``forward``: ``np``
@@ -106,8 +113,7 @@ def _step(np: str, rel: str, rng: random.Random, words: frozenset[str],
         if agent:  # "the director of X", "the ones whose director is X"
             along.append(f"the {agent} of {np}")
             against.append(f"the {head} whose {agent} is {np}")
-    forms = along if forward else against if forward is False else along + against
-    return rng.choice(forms)
+    return _choose(along, against, forward, rng)
 
 
 def _share(np: str, rel: str, rng: random.Random, words: frozenset[str],
@@ -130,8 +136,7 @@ def _share(np: str, rel: str, rng: random.Random, words: frozenset[str],
     if agent:  # "the co-directors of X", "the ones with the same director as X"
         along += shared(agent)
         against.append(f"the co-{agent}s of {np}")
-    forms = along if forward else against if forward is False else along + against
-    return rng.choice(forms)
+    return _choose(along, against, forward, rng)
 
 
 def write_question(path: PathT, name: str, rng: random.Random,
